@@ -1,0 +1,189 @@
+"""Named errors whose messages tell the user what to do.
+
+Every error the user can cause derives from :class:`CounterbiasError`. Each has a short
+``code`` (stable, searchable), a ``message`` saying what went wrong and where, and a
+``hint`` saying what to do about it. The GUI shows all three; the CLI prints them and
+exits with :data:`EXIT_USER_ERROR`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+EXIT_OK = 0
+EXIT_INTERNAL_ERROR = 1
+EXIT_USAGE = 2
+EXIT_USER_ERROR = 3
+EXIT_CANCELLED = 130
+
+
+class CounterbiasWarning(UserWarning):
+    """A warning raised by the engine (turned into an error in the test-suite)."""
+
+
+class CounterbiasError(Exception):
+    """Base class of every error caused by user input or environment.
+
+    Parameters
+    ----------
+    message
+        What went wrong, and where.
+    hint
+        What the user can do about it.
+    """
+
+    code = "CB000"
+
+    def __init__(self, message: str, hint: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        text = f"[{self.code}] {self.message}"
+        if self.hint:
+            text += f"\nWhat to do: {self.hint}"
+        return text
+
+    @property
+    def title(self) -> str:
+        """A human title derived from the class name (``EmptyTextError`` -> ``Empty text``)."""
+        name = type(self).__name__.removesuffix("Error")
+        words = []
+        for ch in name:
+            if ch.isupper() and words:
+                words.append(" ")
+            words.append(ch.lower() if words else ch)
+        return "".join(words)
+
+
+class Cancelled(Exception):
+    """Raised inside an engine function when its cancel token was set.
+
+    Not a :class:`CounterbiasError`: cancelling is not a failure.
+    """
+
+
+# --------------------------------------------------------------------------- project store
+
+
+class ProjectError(CounterbiasError):
+    """A project file cannot be created or opened."""
+
+    code = "CB100"
+
+
+class ProjectNotFoundError(ProjectError):
+    code = "CB101"
+
+
+class NotAProjectError(ProjectError):
+    code = "CB102"
+
+
+class SchemaTooNewError(ProjectError):
+    code = "CB103"
+
+
+class DatasetNotFoundError(ProjectError):
+    code = "CB104"
+
+
+class DatasetNameTakenError(ProjectError):
+    code = "CB105"
+
+
+# --------------------------------------------------------------------------- import
+
+
+@dataclass(frozen=True)
+class Location:
+    """Where in an input file a problem sits (1-based line and row numbers)."""
+
+    file: str
+    row: int | None = None
+    line: int | None = None
+    column: str | None = None
+
+    def describe(self) -> str:
+        parts = [f"file {self.file!r}"]
+        if self.row is not None:
+            parts.append(f"data row {self.row}")
+        if self.line is not None:
+            parts.append(f"line {self.line}")
+        if self.column is not None:
+            parts.append(f"column {self.column!r}")
+        return ", ".join(parts)
+
+
+class ImportDataError(CounterbiasError):
+    """A file cannot be imported. Nothing was written to the project."""
+
+    code = "CB200"
+
+    def __init__(self, message: str, hint: str = "", *, location: Location | None = None) -> None:
+        self.location = location
+        if location is not None:
+            message = f"{location.describe()}: {message}"
+        super().__init__(message, hint)
+
+
+class UnsupportedFormatError(ImportDataError):
+    code = "CB201"
+
+
+class EncodingError(ImportDataError):
+    code = "CB202"
+
+
+class EmptyFileError(ImportDataError):
+    code = "CB203"
+
+
+class DelimiterError(ImportDataError):
+    code = "CB204"
+
+
+class RaggedRowError(ImportDataError):
+    code = "CB205"
+
+
+class QuotingError(ImportDataError):
+    code = "CB206"
+
+
+class CellTooLargeError(ImportDataError):
+    code = "CB207"
+
+
+class MissingColumnError(ImportDataError):
+    code = "CB208"
+
+
+class EmptyTextError(ImportDataError):
+    code = "CB209"
+
+
+class MissingLabelError(ImportDataError):
+    code = "CB210"
+
+
+class SingleClassError(ImportDataError):
+    code = "CB211"
+
+
+class MalformedJsonError(ImportDataError):
+    code = "CB212"
+
+
+class MappingError(ImportDataError):
+    """The column mapping itself is inconsistent (e.g. no text column chosen)."""
+
+    code = "CB213"
+
+
+# --------------------------------------------------------------------------- export
+
+
+class ExportError(CounterbiasError):
+    code = "CB300"

@@ -1,0 +1,476 @@
+"""A project: one SQLite file (WAL mode) plus a folder beside it for model weights.
+
+Reads go through a per-thread read-only connection (:attr:`Project.db`, a
+:class:`sqlite_utils.Database`); writes go through the project's single
+:class:`~engine.store.writer.StoreWriter`.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import sqlite_utils
+
+from engine.errors import (
+    DatasetNameTakenError,
+    DatasetNotFoundError,
+    NotAProjectError,
+    ProjectError,
+    ProjectNotFoundError,
+    SchemaTooNewError,
+)
+from engine.store import schema
+from engine.store.writer import StoreWriter, connect
+
+PROJECT_SUFFIX = ".cbproj"
+APP_ID = 0x43425331  # 'CBS1', written to PRAGMA application_id
+
+EXAMPLE_COLUMNS = (
+    "id",
+    "dataset_id",
+    "ext_id",
+    "text",
+    "premise",
+    "hypothesis",
+    "label",
+    "split",
+    "source",
+    "method",
+    "parent_id",
+    "target_label",
+    "created_at",
+    "meta",
+)
+
+#: Columns of ``examples`` the dataset table may sort on.
+SORTABLE = {"id", "ext_id", "text", "premise", "hypothesis", "label", "split", "source", "length"}
+
+
+@dataclass(frozen=True)
+class DatasetInfo:
+    """One dataset version as stored in the ``datasets`` table."""
+
+    id: int
+    name: str
+    kind: str
+    parent_id: int | None
+    task: str
+    labels: list[str]
+    source: str | None
+    params: dict[str, Any] = field(default_factory=dict)
+    row_count: int = 0
+    created_at: str = ""
+
+    @property
+    def text_fields(self) -> tuple[str, ...]:
+        """The example columns holding text: ``("text",)`` or ``("premise", "hypothesis")``."""
+        return ("premise", "hypothesis") if self.task == "pair" else ("text",)
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> DatasetInfo:
+        return cls(
+            id=row["id"],
+            name=row["name"],
+            kind=row["kind"],
+            parent_id=row["parent_id"],
+            task=row["task"],
+            labels=json.loads(row["labels"]),
+            source=row["source"],
+            params=json.loads(row["params"] or "{}"),
+            row_count=row["row_count"],
+            created_at=row["created_at"],
+        )
+
+
+@dataclass(frozen=True)
+class ExampleQuery:
+    """A filter and order over one dataset version's examples.
+
+    Parameters
+    ----------
+    dataset_id
+        The dataset version.
+    labels
+        Keep only these labels (``None``: all).
+    splits
+        Keep only these splits (``None``: all).
+    search
+        Case-insensitive substring that must occur in a text field.
+    example_ids
+        Keep only these example ids (e.g. the examples holding a feature).
+    order_by
+        One of :data:`SORTABLE` or ``"position"`` (file order).
+    descending
+        Reverse the order.
+    """
+
+    dataset_id: int
+    labels: tuple[str, ...] | None = None
+    splits: tuple[str, ...] | None = None
+    search: str = ""
+    example_ids: tuple[int, ...] | None = None
+    order_by: str = "position"
+    descending: bool = False
+
+
+class Project:
+    """An open project file.
+
+    Use :meth:`create` or :meth:`open`; close with :meth:`close` (or a ``with`` block).
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self._local = threading.local()
+        self._writer: StoreWriter | None = None
+        self._writer_lock = threading.Lock()
+
+    # ------------------------------------------------------------------ lifecycle
+    @classmethod
+    def create(cls, path: str | Path, *, exist_ok: bool = False) -> Project:
+        """Create a new project file (and its files folder) at ``path``.
+
+        Raises
+        ------
+        ProjectError
+            If a file already exists there and ``exist_ok`` is false.
+        """
+        path = Path(path)
+        if path.exists() and not exist_ok:
+            raise ProjectError(
+                f"{path} already exists.", "Open it instead, or choose another file name."
+            )
+        path.parent.mkdir(parents=True, exist_ok=True)
+        conn = connect(path)
+        try:
+            if not path.stat().st_size or schema.current_version(conn) == 0:
+                conn.execute(f"PRAGMA application_id = {APP_ID}")
+            sqlite_utils.Database(conn).enable_wal()
+            schema.migrate(conn)
+            conn.execute(
+                "INSERT OR IGNORE INTO meta VALUES ('created_by', 'Counterbias Studio')"
+            )
+        finally:
+            conn.close()
+        return cls.open(path)
+
+    @classmethod
+    def open(cls, path: str | Path) -> Project:
+        """Open an existing project, running pending schema migrations.
+
+        Raises
+        ------
+        ProjectNotFoundError, NotAProjectError, SchemaTooNewError
+        """
+        path = Path(path)
+        if not path.is_file():
+            raise ProjectNotFoundError(
+                f"No project file at {path}.", "Check the path, or create a project with 'init'."
+            )
+        try:
+            conn = connect(path)
+            try:
+                app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+                version = schema.current_version(conn)
+                if app_id != APP_ID:
+                    raise NotAProjectError(
+                        f"{path} is not a Counterbias Studio project.",
+                        "Choose a .cbproj file made by Counterbias Studio, or create a new project.",
+                    )
+                if version > schema.SCHEMA_VERSION:
+                    raise SchemaTooNewError(
+                        f"{path} was written by a newer Counterbias Studio (schema {version}, "
+                        f"this build knows {schema.SCHEMA_VERSION}).",
+                        "Update Counterbias Studio to open it.",
+                    )
+                sqlite_utils.Database(conn).enable_wal()
+                schema.migrate(conn)
+            finally:
+                conn.close()
+        except sqlite3.DatabaseError as exc:
+            raise NotAProjectError(
+                f"{path} is not a readable SQLite project ({exc}).",
+                "Choose a .cbproj file made by Counterbias Studio.",
+            ) from exc
+        return cls(path)
+
+    def close(self) -> None:
+        """Flush pending writes and close this thread's connections."""
+        with self._writer_lock:
+            if self._writer is not None:
+                self._writer.close()
+                self._writer = None
+        db = getattr(self._local, "db", None)
+        if db is not None:
+            db.conn.close()
+            self._local.db = None
+
+    def __enter__(self) -> Project:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ connections
+    @property
+    def db(self) -> sqlite_utils.Database:
+        """This thread's read-only connection."""
+        db = getattr(self._local, "db", None)
+        if db is None:
+            db = sqlite_utils.Database(connect(self.path, readonly=True))
+            self._local.db = db
+        return db
+
+    @property
+    def writer(self) -> StoreWriter:
+        """The project's single writer (started on first use)."""
+        with self._writer_lock:
+            if self._writer is None:
+                self._writer = StoreWriter(self.path)
+            return self._writer
+
+    @property
+    def files_dir(self) -> Path:
+        """Folder beside the project file for model weights and caches (created on demand)."""
+        folder = self.path.with_name(self.path.stem + "_files")
+        folder.mkdir(exist_ok=True)
+        return folder
+
+    @property
+    def models_dir(self) -> Path:
+        """Project-relative folder for trained model weights."""
+        folder = self.files_dir / "models"
+        folder.mkdir(exist_ok=True)
+        return folder
+
+    @property
+    def schema_version(self) -> int:
+        return schema.current_version(self.db.conn)
+
+    # ------------------------------------------------------------------ datasets
+    def datasets(self) -> list[DatasetInfo]:
+        """All dataset versions, oldest first."""
+        return [DatasetInfo.from_row(r) for r in self.db.query("SELECT * FROM datasets ORDER BY id")]
+
+    def dataset(self, ref: int | str) -> DatasetInfo:
+        """A dataset version by id or name.
+
+        Raises
+        ------
+        DatasetNotFoundError
+        """
+        if isinstance(ref, int) or (isinstance(ref, str) and ref.isdigit()):
+            rows = list(self.db.query("SELECT * FROM datasets WHERE id = ?", [int(ref)]))
+        else:
+            rows = []
+        if not rows:
+            rows = list(self.db.query("SELECT * FROM datasets WHERE name = ?", [str(ref)]))
+        if not rows:
+            names = ", ".join(d.name for d in self.datasets()) or "none yet"
+            raise DatasetNotFoundError(
+                f"No dataset {ref!r} in {self.path.name}.", f"Use one of: {names}."
+            )
+        return DatasetInfo.from_row(rows[0])
+
+    def unique_dataset_name(self, base: str) -> str:
+        """``base``, or ``base (2)``, ``base (3)``… whichever is free."""
+        taken = {r["name"] for r in self.db.query("SELECT name FROM datasets")}
+        if base not in taken:
+            return base
+        n = 2
+        while f"{base} ({n})" in taken:
+            n += 1
+        return f"{base} ({n})"
+
+    def check_name_free(self, name: str) -> None:
+        """Raise :class:`DatasetNameTakenError` if a dataset is called ``name``."""
+        if self.db.execute("SELECT 1 FROM datasets WHERE name = ?", [name]).fetchone():
+            raise DatasetNameTakenError(
+                f"A dataset called {name!r} already exists.", "Choose another name."
+            )
+
+    # ------------------------------------------------------------------ examples
+    def example_ids(self, query: ExampleQuery) -> np.ndarray:
+        """Ids of the examples matching ``query``, in its order (int64 array)."""
+        sql, params = _ids_sql(query)
+        cursor = self.db.conn.execute(sql, params)
+        out = np.fromiter((r[0] for r in cursor), dtype=np.int64)
+        return out
+
+    def examples(self, ids: Sequence[int]) -> list[dict[str, Any]]:
+        """Example rows for ``ids``, in the order given (unknown ids are skipped)."""
+        ids = [int(i) for i in ids]
+        if not ids:
+            return []
+        found: dict[int, dict[str, Any]] = {}
+        for start in range(0, len(ids), 900):
+            chunk = ids[start : start + 900]
+            marks = ",".join("?" * len(chunk))
+            for row in self.db.query(f"SELECT * FROM examples WHERE id IN ({marks})", chunk):
+                found[row["id"]] = row
+        return [found[i] for i in ids if i in found]
+
+    def iter_examples(self, dataset_id: int, *, batch_size: int = 5000) -> Iterator[dict[str, Any]]:
+        """Every example of a dataset version in position order, streamed."""
+        last = -1
+        while True:
+            rows = list(
+                self.db.query(
+                    "SELECT m.position AS _pos, e.* FROM dataset_members m "
+                    "JOIN examples e ON e.id = m.example_id "
+                    "WHERE m.dataset_id = ? AND m.position > ? ORDER BY m.position LIMIT ?",
+                    [dataset_id, last, batch_size],
+                )
+            )
+            if not rows:
+                return
+            last = rows[-1]["_pos"]
+            for row in rows:
+                row.pop("_pos")
+                yield row
+
+    def label_counts(self, dataset_id: int) -> dict[str, int]:
+        """Examples per label in a dataset version."""
+        return {
+            r["label"]: r["n"]
+            for r in self.db.query(
+                "SELECT e.label, COUNT(*) AS n FROM dataset_members m JOIN examples e "
+                "ON e.id = m.example_id WHERE m.dataset_id = ? GROUP BY e.label ORDER BY e.label",
+                [dataset_id],
+            )
+        }
+
+    def split_counts(self, dataset_id: int) -> dict[str | None, int]:
+        """Examples per split in a dataset version."""
+        return {
+            r["split"]: r["n"]
+            for r in self.db.query(
+                "SELECT e.split, COUNT(*) AS n FROM dataset_members m JOIN examples e "
+                "ON e.id = m.example_id WHERE m.dataset_id = ? GROUP BY e.split ORDER BY e.split",
+                [dataset_id],
+            )
+        }
+
+    # ------------------------------------------------------------------ writes
+    def add_derived_dataset(
+        self,
+        name: str,
+        *,
+        kind: str,
+        parent_id: int,
+        example_ids: Sequence[int],
+        params: dict[str, Any] | None = None,
+        source: str | None = None,
+    ) -> DatasetInfo:
+        """Store a new version made of existing examples (e.g. a filtered subset)."""
+        parent = self.dataset(parent_id)
+        ids = [int(i) for i in example_ids]
+
+        def write(conn: sqlite3.Connection) -> int:
+            dataset_id = insert_dataset(
+                conn,
+                name=name,
+                kind=kind,
+                parent_id=parent.id,
+                task=parent.task,
+                labels=parent.labels,
+                source=source,
+                params=params or {},
+            )
+            conn.executemany(
+                "INSERT INTO dataset_members VALUES (?, ?, ?)",
+                ((dataset_id, pos, eid) for pos, eid in enumerate(ids)),
+            )
+            conn.execute("UPDATE datasets SET row_count = ? WHERE id = ?", (len(ids), dataset_id))
+            return dataset_id
+
+        self.check_name_free(name)
+        return self.dataset(self.writer.run(write))
+
+    def delete_dataset(self, dataset_id: int) -> None:
+        """Delete a dataset version and the example rows no other version holds."""
+
+        def write(conn: sqlite3.Connection) -> None:
+            children = conn.execute(
+                "SELECT name FROM datasets WHERE parent_id = ?", (dataset_id,)
+            ).fetchall()
+            if children:
+                raise ProjectError(
+                    f"Dataset {dataset_id} has derived versions ({', '.join(c[0] for c in children)}).",
+                    "Delete those first.",
+                )
+            conn.execute("DELETE FROM dataset_members WHERE dataset_id = ?", (dataset_id,))
+            conn.execute(
+                "DELETE FROM examples WHERE dataset_id = ? AND id NOT IN "
+                "(SELECT example_id FROM dataset_members)",
+                (dataset_id,),
+            )
+            conn.execute("DELETE FROM datasets WHERE id = ?", (dataset_id,))
+
+        self.writer.run(write)
+
+    def counts(self) -> dict[str, int]:
+        """Row counts of the main tables (for ``info``)."""
+        tables = ("datasets", "examples", "runs", "models", "attributions", "triples", "candidates", "decisions", "llm_cache")
+        return {t: self.db[t].count for t in tables}
+
+
+def insert_dataset(
+    conn: sqlite3.Connection,
+    *,
+    name: str,
+    kind: str,
+    task: str,
+    labels: Sequence[str],
+    parent_id: int | None = None,
+    source: str | None = None,
+    params: dict[str, Any] | None = None,
+) -> int:
+    """Insert a ``datasets`` row inside a write task and return its id."""
+    cursor = conn.execute(
+        "INSERT INTO datasets (name, kind, parent_id, task, labels, source, params, row_count, created_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?)",
+        (name, kind, parent_id, task, json.dumps(list(labels)), source, json.dumps(params or {}), schema.now()),
+    )
+    return int(cursor.lastrowid)
+
+
+def _ids_sql(q: ExampleQuery) -> tuple[str, list[Any]]:
+    where = ["m.dataset_id = ?"]
+    params: list[Any] = [q.dataset_id]
+    if q.labels is not None:
+        where.append(f"e.label IN ({','.join('?' * len(q.labels))})")
+        params.extend(q.labels)
+    if q.splits is not None:
+        where.append(f"e.split IN ({','.join('?' * len(q.splits))})")
+        params.extend(q.splits)
+    if q.search:
+        needle = "%" + q.search.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        where.append(
+            "(e.text LIKE ? ESCAPE '\\' OR e.premise LIKE ? ESCAPE '\\' OR e.hypothesis LIKE ? ESCAPE '\\')"
+        )
+        params.extend([needle] * 3)
+    if q.example_ids is not None:
+        where.append("m.example_id IN (SELECT value FROM json_each(?))")
+        params.append(json.dumps(list(q.example_ids)))
+    direction = "DESC" if q.descending else "ASC"
+    if q.order_by == "position":
+        order = f"m.position {direction}"
+    elif q.order_by == "length":
+        order = f"length(coalesce(e.text, '') || coalesce(e.hypothesis, '')) {direction}, m.position"
+    elif q.order_by in SORTABLE:
+        order = f"e.{q.order_by} {direction}, m.position"
+    else:
+        raise ValueError(f"cannot sort on {q.order_by!r}; use one of {sorted(SORTABLE)}")
+    sql = (
+        "SELECT m.example_id FROM dataset_members m JOIN examples e ON e.id = m.example_id "
+        f"WHERE {' AND '.join(where)} ORDER BY {order}"
+    )
+    return sql, params

@@ -1,0 +1,208 @@
+"""Project database schema as an ordered list of migrations.
+
+A project file records the version it is at in ``schema_version``; opening it runs every
+migration above that version, in order, each in one transaction. Migrations are only ever
+appended: never edit one that has shipped.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import datetime, timezone
+
+MIGRATIONS: list[str] = [
+    # 1: the spine (datasets, examples, membership) and the provenance records later steps fill.
+    """
+    CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+
+    CREATE TABLE datasets (
+        id INTEGER PRIMARY KEY,
+        name TEXT NOT NULL UNIQUE,
+        kind TEXT NOT NULL CHECK (kind IN ('original', 'filtered', 'augmented')),
+        parent_id INTEGER REFERENCES datasets(id),
+        task TEXT NOT NULL CHECK (task IN ('single', 'pair')),
+        labels TEXT NOT NULL,              -- JSON list, the dataset's label set
+        source TEXT,                       -- file it was imported from, or the run that built it
+        params TEXT NOT NULL DEFAULT '{}', -- JSON: import mapping, filter settings, counts
+        row_count INTEGER NOT NULL DEFAULT 0,
+        created_at TEXT NOT NULL
+    );
+
+    CREATE TABLE examples (
+        id INTEGER PRIMARY KEY,
+        dataset_id INTEGER NOT NULL REFERENCES datasets(id),  -- dataset that created the row
+        ext_id TEXT,                     -- id column of the imported file, if any
+        text TEXT,                       -- single-text tasks
+        premise TEXT,                    -- pair tasks
+        hypothesis TEXT,
+        label TEXT NOT NULL,
+        split TEXT,
+        source TEXT NOT NULL DEFAULT 'original' CHECK (source IN ('original', 'augmented')),
+        method TEXT,                     -- how an augmented row was made (e.g. 'coba')
+        parent_id INTEGER REFERENCES examples(id),
+        target_label TEXT,
+        created_at TEXT NOT NULL,
+        meta TEXT                        -- JSON: judge scores, backend/model, ...
+    );
+    CREATE INDEX examples_label ON examples(dataset_id, label);
+
+    -- Which examples a dataset version holds, in order. Derived versions (filtered,
+    -- augmented) share example rows with their parent instead of copying text.
+    CREATE TABLE dataset_members (
+        dataset_id INTEGER NOT NULL REFERENCES datasets(id),
+        position INTEGER NOT NULL,
+        example_id INTEGER NOT NULL REFERENCES examples(id),
+        PRIMARY KEY (dataset_id, position)
+    ) WITHOUT ROWID;
+    CREATE INDEX members_example ON dataset_members(example_id);
+
+    CREATE TABLE runs (
+        id INTEGER PRIMARY KEY,
+        kind TEXT NOT NULL,               -- 'import', 'stats', 'train', 'attribute', 'generate', ...
+        dataset_id INTEGER REFERENCES datasets(id),
+        params TEXT NOT NULL DEFAULT '{}',
+        status TEXT NOT NULL DEFAULT 'running'
+            CHECK (status IN ('running', 'done', 'failed', 'cancelled')),
+        message TEXT,
+        result TEXT,                      -- JSON summary
+        started_at TEXT NOT NULL,
+        finished_at TEXT
+    );
+
+    CREATE TABLE models (
+        id INTEGER PRIMARY KEY,
+        run_id INTEGER REFERENCES runs(id),
+        name TEXT NOT NULL UNIQUE,
+        backbone TEXT NOT NULL,           -- registry name
+        path TEXT,                        -- relative to the project's files folder
+        params TEXT NOT NULL DEFAULT '{}',
+        metrics TEXT NOT NULL DEFAULT '{}',
+        created_at TEXT NOT NULL
+    );
+
+    CREATE TABLE attributions (
+        id INTEGER PRIMARY KEY,
+        model_id INTEGER NOT NULL REFERENCES models(id),
+        method TEXT NOT NULL,
+        settings_key TEXT NOT NULL,
+        example_id INTEGER NOT NULL REFERENCES examples(id),
+        field TEXT NOT NULL DEFAULT 'text',
+        words TEXT NOT NULL,              -- JSON list of canonical words
+        scores TEXT NOT NULL,             -- JSON list of floats, one per word
+        target TEXT,
+        created_at TEXT NOT NULL,
+        UNIQUE (model_id, method, settings_key, example_id, field)
+    );
+
+    CREATE TABLE triples (
+        id INTEGER PRIMARY KEY,
+        run_id INTEGER REFERENCES runs(id),
+        example_id INTEGER NOT NULL REFERENCES examples(id),
+        field TEXT NOT NULL DEFAULT 'text',
+        sentence_index INTEGER NOT NULL,
+        ord INTEGER NOT NULL,
+        subject TEXT NOT NULL,
+        predicate TEXT NOT NULL,
+        object TEXT NOT NULL,
+        category TEXT,                    -- principal / spurious / normal
+        edited INTEGER NOT NULL DEFAULT 0,
+        created_at TEXT NOT NULL
+    );
+    CREATE INDEX triples_example ON triples(example_id, field, sentence_index, ord);
+
+    CREATE TABLE candidates (
+        id INTEGER PRIMARY KEY,
+        run_id INTEGER REFERENCES runs(id),
+        example_id INTEGER NOT NULL REFERENCES examples(id),
+        method TEXT NOT NULL,
+        target_label TEXT NOT NULL,
+        text TEXT,
+        premise TEXT,
+        hypothesis TEXT,
+        scores TEXT NOT NULL DEFAULT '{}',
+        meta TEXT NOT NULL DEFAULT '{}',
+        status TEXT NOT NULL DEFAULT 'proposed',
+        created_at TEXT NOT NULL
+    );
+    CREATE INDEX candidates_example ON candidates(example_id);
+
+    CREATE TABLE decisions (
+        id INTEGER PRIMARY KEY,
+        candidate_id INTEGER NOT NULL REFERENCES candidates(id),
+        decision TEXT NOT NULL CHECK (decision IN ('accept', 'reject', 'edit', 'undo')),
+        edited_text TEXT,
+        decided_at TEXT NOT NULL
+    );
+
+    CREATE TABLE llm_cache (
+        key TEXT PRIMARY KEY,             -- sha256 of (backend, model, messages, params)
+        backend TEXT NOT NULL,
+        model TEXT NOT NULL,
+        request TEXT NOT NULL,
+        response TEXT NOT NULL,
+        usage TEXT NOT NULL DEFAULT '{}',
+        created_at TEXT NOT NULL
+    );
+    """,
+]
+
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def now() -> str:
+    """UTC timestamp in ISO 8601 with seconds, as stored in every ``*_at`` column."""
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def current_version(conn: sqlite3.Connection) -> int:
+    """Schema version recorded in ``conn`` (0 for an empty database)."""
+    has = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type='table' AND name='schema_version'"
+    ).fetchone()
+    if not has:
+        return 0
+    row = conn.execute("SELECT MAX(version) FROM schema_version").fetchone()
+    return int(row[0] or 0)
+
+
+def migrate(conn: sqlite3.Connection) -> list[int]:
+    """Apply every pending migration, each in its own transaction.
+
+    ``conn`` must be in autocommit mode (``isolation_level=None``).
+
+    Returns
+    -------
+    list of int
+        The versions applied.
+    """
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)"
+    )
+    applied = []
+    for version in range(current_version(conn) + 1, SCHEMA_VERSION + 1):
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for statement in _split_sql(MIGRATIONS[version - 1]):
+                conn.execute(statement)
+            conn.execute("INSERT INTO schema_version VALUES (?, ?)", (version, now()))
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        applied.append(version)
+    return applied
+
+
+def _split_sql(script: str) -> list[str]:
+    """Split a migration script into statements (no triggers with inner ';' are used)."""
+    statements = []
+    buffer = ""
+    for line in script.splitlines():
+        code = line.split("--", 1)[0]
+        buffer += code + "\n"
+        if code.rstrip().endswith(";") and sqlite3.complete_statement(buffer):
+            statements.append(buffer.strip())
+            buffer = ""
+    if buffer.strip():
+        statements.append(buffer.strip())
+    return statements
