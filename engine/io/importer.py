@@ -1,0 +1,367 @@
+"""Import a CSV/TSV/JSONL file into a project as a dataset, in one transaction.
+
+The file is parsed on the calling thread and streamed in batches to the project's writer
+(:func:`engine.store.write_stream`), so a 500k-row file is never held in memory twice and
+the whole import commits, or rolls back, as one unit: a failed import leaves the project
+exactly as it was.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from engine.errors import EmptyTextError, Location, MissingLabelError, ProjectError, SingleClassError
+from engine.io.escaping import unescape_cell
+from engine.io.mapping import ColumnMapping, detect_mapping
+from engine.io.readers import ReadOptions, TableReader
+from engine.progress import CancelToken, ProgressFn, ensure_token, no_progress
+from engine.store import DatasetInfo, Project, insert_dataset, write_stream
+from engine.store.schema import now
+
+BATCH_ROWS = 5000
+#: Columns written by :mod:`engine.io.exporter`; a header holding all of them marks our own export.
+PROVENANCE_COLUMNS = ("source", "method", "parent_id", "target_label", "created_at")
+
+
+@dataclass(frozen=True)
+class ImportOptions:
+    """What to do with rows that cannot be used, and where they go.
+
+    Parameters
+    ----------
+    name
+        Name of the new dataset (default: the file name). Ignored with ``append_to``.
+    split
+        Split given to rows without a split column value (default ``"train"``).
+    append_to
+        Id of an existing original dataset to add the rows to (e.g. the dev file after the
+        train file); ``None`` creates a new dataset.
+    skip_empty_text, skip_missing_labels
+        Skip such rows (counted in the result) instead of failing.
+    unescape_formulas
+        Undo the export's spreadsheet escaping; ``None`` does so when the header carries our
+        provenance columns.
+    """
+
+    name: str | None = None
+    split: str = "train"
+    append_to: int | None = None
+    skip_empty_text: bool = False
+    skip_missing_labels: bool = False
+    unescape_formulas: bool | None = None
+
+
+@dataclass
+class ImportResult:
+    """What an import wrote."""
+
+    dataset: DatasetInfo
+    rows: int
+    skipped_empty_text: int = 0
+    skipped_missing_label: int = 0
+    label_counts: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class Preview:
+    """The first rows of a file with the detected options and mapping (for the import wizard)."""
+
+    header: list[str]
+    rows: list[dict[str, Any]]
+    options: ReadOptions
+    mapping: ColumnMapping
+
+
+def preview_file(path: str | Path, options: ReadOptions | None = None, *, n_rows: int = 50) -> Preview:
+    """Read the header and up to ``n_rows`` rows and guess the column mapping.
+
+    Raises the same named errors as :func:`import_file` for problems in those rows.
+    """
+    with TableReader(path, options) as reader:
+        rows = []
+        for _, _, record in reader.records():
+            rows.append(record)
+            if len(rows) >= n_rows:
+                break
+        return Preview(reader.header, rows, reader.options, detect_mapping(reader.header))
+
+
+class _LabelSet:
+    """Labels normalised: surrounding space dropped; spellings differing only in case merge."""
+
+    def __init__(self, existing: list[str] | None = None) -> None:
+        self.canonical: dict[str, str] = {}
+        self.counts: dict[str, int] = {}
+        for label in existing or []:
+            self.canonical.setdefault(label.casefold(), label)
+
+    def normalise(self, raw: str) -> str:
+        value = raw.strip()
+        label = self.canonical.setdefault(value.casefold(), value)
+        self.counts[label] = self.counts.get(label, 0) + 1
+        return label
+
+    def ordered(self) -> list[str]:
+        labels = list(dict.fromkeys(self.canonical.values()))
+        return sorted(labels, key=_label_sort_key)
+
+
+def default_dataset_name(path: Path) -> str:
+    """``folder/file`` without compression suffix, e.g. ``combined/train.tsv``."""
+    stem = path.name[:-3] if path.name.lower().endswith(".gz") else path.name
+    return f"{path.parent.name}/{stem}" if path.parent.name else stem
+
+
+def _label_sort_key(label: str) -> tuple[int, float | str]:
+    try:
+        return (0, float(label))
+    except ValueError:
+        return (1, label.casefold())
+
+
+def import_file(
+    project: Project,
+    path: str | Path,
+    mapping: ColumnMapping | None = None,
+    read_options: ReadOptions | None = None,
+    options: ImportOptions | None = None,
+    *,
+    progress: ProgressFn = no_progress,
+    cancel: CancelToken | None = None,
+) -> ImportResult:
+    """Import ``path`` into ``project`` as a new dataset (or append to one).
+
+    Parameters
+    ----------
+    project
+        The open project.
+    path
+        CSV, TSV or JSONL file, optionally ``.gz``.
+    mapping
+        Which columns hold what; ``None`` detects it from the header.
+    read_options, options
+        How to read the file; what to do with unusable rows.
+    progress, cancel
+        Progress callback and cancel token (checked every batch).
+
+    Returns
+    -------
+    ImportResult
+
+    Raises
+    ------
+    engine.errors.ImportDataError
+        A named subclass saying which file, row and column is wrong and what to do. The
+        project is left unchanged.
+    engine.errors.Cancelled
+        If ``cancel`` was set; the project is left unchanged.
+    """
+    started = time.perf_counter()
+    path = Path(path)
+    options = options or ImportOptions()
+    cancel = ensure_token(cancel)
+    target: DatasetInfo | None = project.dataset(options.append_to) if options.append_to is not None else None
+    if target is not None and target.kind != "original":
+        raise ProjectError(
+            f"Rows can only be appended to an imported (original) dataset; {target.name!r} is {target.kind}.",
+            "Import into a new dataset instead.",
+        )
+    name = None
+    if target is None:
+        if options.name:
+            name = options.name
+            project.check_name_free(name)
+        else:
+            name = project.unique_dataset_name(default_dataset_name(path))
+
+    progress(0.0, f"Reading {path.name}")
+    with TableReader(path, read_options) as reader:
+        mapping = mapping or detect_mapping(reader.header)
+        mapping.validate(reader.header, path.name)
+        if target is not None and target.task != mapping.task:
+            raise ProjectError(
+                f"{target.name!r} is a {target.task} dataset but the mapping describes a {mapping.task} task.",
+                "Map the same kind of text columns as the dataset has, or import into a new dataset.",
+            )
+        unescape = options.unescape_formulas
+        if unescape is None:
+            unescape = reader.options.format != "jsonl" and all(c in reader.header for c in PROVENANCE_COLUMNS)
+        labels = _LabelSet(target.labels if target else None)
+        counters = {"empty": 0, "missing": 0}
+        batches = _batches(reader, mapping, options, labels, counters, unescape, cancel, progress)
+        params = {
+            "file": str(path),
+            "mapping": mapping.as_dict(),
+            "read_options": {
+                "format": reader.options.format,
+                "delimiter": reader.options.delimiter,
+                "quoting": reader.options.quoting,
+                "encoding": reader.options.encoding,
+            },
+        }
+        dataset_id, rows = write_stream(
+            project.writer,
+            _write_rows,
+            batches,
+            task=mapping.task,
+            name=name,
+            target=target,
+            labels=labels,
+            params=params,
+            source=str(path),
+        )
+    progress(1.0, f"Imported {rows:,} rows")
+    return ImportResult(
+        dataset=project.dataset(dataset_id),
+        rows=rows,
+        skipped_empty_text=counters["empty"],
+        skipped_missing_label=counters["missing"],
+        label_counts=dict(sorted(labels.counts.items())),
+        seconds=time.perf_counter() - started,
+    )
+
+
+def _batches(
+    reader: TableReader,
+    mapping: ColumnMapping,
+    options: ImportOptions,
+    labels: _LabelSet,
+    counters: dict[str, int],
+    unescape: bool,
+    cancel: CancelToken,
+    progress: ProgressFn,
+) -> Iterator[list[tuple]]:
+    """Validated example tuples in batches of :data:`BATCH_ROWS` (runs on the caller's thread)."""
+    text_columns = mapping.text_columns
+    file = reader.path.name
+    created = now()
+    batch: list[tuple] = []
+    fix = unescape_cell if unescape else (lambda s: s)
+    has_provenance = all(c in reader.header for c in PROVENANCE_COLUMNS)
+    for row_no, line_no, record in reader.records():
+        texts: dict[str, str | None] = {"text": None, "premise": None, "hypothesis": None}
+        skip = False
+        for fld, column in text_columns.items():
+            value = record.get(column)
+            if value is None or not value.strip():
+                if options.skip_empty_text:
+                    skip = True
+                    break
+                raise EmptyTextError(
+                    "the text is empty.",
+                    "Fill in or remove the row, or tick 'Skip rows with empty text' (CLI: --skip-empty-text).",
+                    location=Location(file, row=row_no, line=line_no, column=column),
+                )
+            texts[fld] = fix(value)
+        if skip:
+            counters["empty"] += 1
+            continue
+        raw_label = record.get(mapping.label)  # type: ignore[arg-type]
+        if raw_label is None or not raw_label.strip():
+            if options.skip_missing_labels:
+                counters["missing"] += 1
+                continue
+            raise MissingLabelError(
+                "the label is missing.",
+                "Fill in or remove the row, or tick 'Skip rows without a label' (CLI: --skip-missing-labels).",
+                location=Location(file, row=row_no, line=line_no, column=mapping.label),
+            )
+        label = labels.normalise(fix(raw_label))
+        ext_id = fix(record[mapping.id]) if mapping.id and record.get(mapping.id) else None
+        split = (record.get(mapping.split) or "").strip() if mapping.split else ""
+        source, method, target_label, meta = "original", None, None, None
+        if has_provenance:
+            source, method, target_label, meta = _provenance(record, fix)
+        batch.append(
+            (ext_id, texts["text"], texts["premise"], texts["hypothesis"], label,
+             split or options.split, source, method, target_label, created, meta)
+        )
+        if len(batch) >= BATCH_ROWS:
+            cancel.raise_if_cancelled()
+            progress(0.98 * reader.fraction_read(), f"Read {row_no:,} rows")
+            yield batch
+            batch = []
+    cancel.raise_if_cancelled()
+    if batch:
+        yield batch
+
+
+def _provenance(record: dict[str, Any], fix: Any) -> tuple[str, str | None, str | None, str | None]:
+    """Provenance columns of a file we exported (kept on re-import)."""
+    source = record.get("source") or "original"
+    if source not in ("original", "augmented"):
+        source = "original"
+    meta = {k: fix(record[k]) for k in ("parent_id", "created_at") if record.get(k)}
+    if record.get("provenance"):
+        meta["provenance"] = fix(record["provenance"])
+    return (
+        source,
+        fix(record["method"]) if record.get("method") else None,
+        fix(record["target_label"]) if record.get("target_label") else None,
+        json.dumps({"imported_provenance": meta}) if meta else None,
+    )
+
+
+def _write_rows(
+    conn: sqlite3.Connection,
+    batches: Iterator[list[tuple]],
+    *,
+    task: str,
+    name: str | None,
+    target: DatasetInfo | None,
+    labels: _LabelSet,
+    params: dict[str, Any],
+    source: str,
+) -> tuple[int, int]:
+    """Writer-thread side of the import: one transaction for the whole file."""
+    if target is None:
+        dataset_id = insert_dataset(conn, name=name or source, kind="original", task=task, labels=[],
+                                    source=source, params={"imports": [params]})
+        position = 0
+    else:
+        dataset_id = target.id
+        position = conn.execute(
+            "SELECT COALESCE(MAX(position) + 1, 0) FROM dataset_members WHERE dataset_id = ?", (dataset_id,)
+        ).fetchone()[0]
+    first_id = conn.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM examples").fetchone()[0]
+    next_id = first_id
+    rows = 0
+    for batch in batches:
+        ids = range(next_id, next_id + len(batch))
+        conn.executemany(
+            "INSERT INTO examples (id, dataset_id, ext_id, text, premise, hypothesis, label, split, source, "
+            "method, target_label, created_at, meta) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            ((i, dataset_id, *row) for i, row in zip(ids, batch)),
+        )
+        conn.executemany(
+            "INSERT INTO dataset_members (dataset_id, position, example_id) VALUES (?, ?, ?)",
+            ((dataset_id, position + k, i) for k, i in enumerate(ids)),
+        )
+        next_id += len(batch)
+        position += len(batch)
+        rows += len(batch)
+    all_labels = labels.ordered()
+    if len(all_labels) < 2:
+        only = all_labels[0] if all_labels else "none"
+        raise SingleClassError(
+            f"the label column has a single class ({only!r}) in {rows:,} rows.",
+            "A classification dataset needs at least two labels: check that the label column is mapped "
+            "correctly, or import a file that holds every class.",
+            location=Location(Path(source).name, column=params["mapping"]["label"]),
+        )
+    if target is not None:
+        stored = json.loads(conn.execute("SELECT params FROM datasets WHERE id = ?", (dataset_id,)).fetchone()[0])
+        stored.setdefault("imports", []).append(params)
+        conn.execute("UPDATE datasets SET params = ? WHERE id = ?", (json.dumps(stored), dataset_id))
+    conn.execute(
+        "UPDATE datasets SET labels = ?, row_count = row_count + ? WHERE id = ?",
+        (json.dumps(all_labels), rows, dataset_id),
+    )
+    return dataset_id, rows
