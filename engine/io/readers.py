@@ -228,7 +228,9 @@ class TableReader:
             _, header = next(rows)
         except StopIteration:
             raise EmptyFileError(
-                "the file is empty.", "Choose a file with a header row and at least one data row."
+                "the file is empty.",
+                "Choose a file with a header row and at least one data row.",
+                location=self._loc(),
             ) from None
         header = [h.strip() for h in header]
         self.header = header
@@ -256,7 +258,9 @@ class TableReader:
             yield row_no, line, dict(zip(header, fields))
         if row_no == 0:
             raise EmptyFileError(
-                "the file has a header row but no data rows.", "Choose a file with at least one data row."
+                "the file has a header row but no data rows.",
+                "Choose a file with at least one data row.",
+                location=self._loc(),
             )
 
     def _csv_rows(self, reader: Any) -> Iterator[tuple[int, list[str]]]:
@@ -369,4 +373,8 @@ class TableReader:
         except UnicodeDecodeError:
             raise _encoding_error(self.path, self.options.encoding) from None
         if row_no == 0:
-            raise EmptyFileError("the file holds no JSON records.", "Choose a file with one JSON object per line.")
+            raise EmptyFileError(
+                "the file holds no JSON records.",
+                "Choose a file with one JSON object per line.",
+                location=self._loc(),
+            )
