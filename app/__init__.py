@@ -1,0 +1,1 @@
+"""Counterbias Studio's application layer: the main window and the job runner."""

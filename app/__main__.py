@@ -1,0 +1,7 @@
+"""``python -m app``: start Counterbias Studio."""
+
+import sys
+
+from app.main import main
+
+sys.exit(main())

@@ -1,0 +1,558 @@
+"""Run engine callables on a thread pool and report back on the GUI thread.
+
+This is the one adapter between the headless engine and Qt threads. An engine callable
+has the signature ``fn(*args, progress=..., cancel=..., **kwargs) -> result``; give it to
+:meth:`JobRunner.start` and connect to the runner's signals (or the job's callbacks)::
+
+    runner = JobRunner(main_window)
+    job = runner.start(import_file, project, path, title=f"Import {path.name}")
+    job.on_finished(lambda dataset: datasets_model.set_rows(project.datasets()))
+    job.on_failed(lambda exc, tb: show_error(main_window, exc, tb))
+
+Design
+------
+* A :class:`_Worker` (a ``QRunnable``) calls the function on a private ``QThreadPool``.
+  It never touches widgets or the :class:`Job`: it only emits the signals of one shared
+  :class:`_WorkerSignals` object (owned by the runner, living on the GUI thread), so every
+  signal reaches the runner through a queued connection and is handled on the GUI thread.
+  Sharing one signals object avoids per-job QObjects being destroyed on a worker thread or
+  while a worker still emits.
+* Progress is throttled in the worker: at most one ``progressed`` every ``throttle_ms``
+  (50 ms), and the last reported value is always delivered before the final signal.
+* ``Cancelled`` raised by the function becomes ``cancelled``; any other exception becomes
+  ``failed`` with the formatted traceback; a return value becomes ``finished``. A ``done``
+  signal always follows.
+* Call :meth:`JobRunner.shutdown` before the application exits (it is also connected to
+  ``QCoreApplication.aboutToQuit``): it cancels every job and waits for the pool.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from PySide6.QtCore import (
+    QCoreApplication,
+    QEventLoop,
+    QObject,
+    QRunnable,
+    Qt,
+    QThreadPool,
+    Signal,
+    Slot,
+)
+
+from engine.errors import Cancelled
+from engine.progress import CancelToken
+from widgets.models.jobs_model import JobRow, JobsTableModel, JobStatus
+
+__all__ = ["Job", "JobRunner", "JobStatus"]
+
+_RESERVED_KWARGS = frozenset({"progress", "cancel"})
+
+
+class Job:
+    """One call of an engine function, as seen from the GUI thread.
+
+    Created by :meth:`JobRunner.start`; its fields are only changed on the GUI thread.
+
+    Attributes
+    ----------
+    id
+        Unique, increasing id.
+    title
+        What the job does (shown in the jobs panel).
+    token
+        The :class:`~engine.progress.CancelToken` given to the function.
+    status
+        Current :class:`JobStatus`.
+    fraction
+        Last reported completion in [0, 1].
+    message
+        Last reported progress message (or the error text once failed).
+    created_at
+        Wall-clock time it was queued.
+    started_at
+        Wall-clock time it started running (``None`` while queued).
+    ended_at
+        Wall-clock time it ended (``None`` while active).
+    error
+        The exception of a failed job.
+    """
+
+    def __init__(self, job_id: int, title: str, on_cancel: Callable[[Job], None] | None = None) -> None:
+        self.id = job_id
+        self.title = title
+        self.token = CancelToken()
+        self.status = JobStatus.QUEUED
+        self.fraction = 0.0
+        self.message = ""
+        self.created_at = datetime.now()
+        self.started_at: datetime | None = None
+        self.ended_at: datetime | None = None
+        self.error: BaseException | None = None
+        self._started_mono: float | None = None
+        self._ended_mono: float | None = None
+        self._on_cancel = on_cancel
+        self._callbacks: dict[str, list[Callable[..., Any]]] = {"finished": [], "failed": [], "cancelled": []}
+
+    def __repr__(self) -> str:
+        return f"<Job {self.id} {self.title!r} {self.status.value} {self.fraction:.0%}>"
+
+    @property
+    def is_active(self) -> bool:
+        """Whether the job is queued or running."""
+        return self.status.is_active
+
+    @property
+    def elapsed(self) -> float | None:
+        """Seconds spent running so far (or in total once ended); ``None`` while queued."""
+        if self._started_mono is None:
+            return None
+        end = self._ended_mono if self._ended_mono is not None else time.monotonic()
+        return end - self._started_mono
+
+    def cancel(self) -> None:
+        """Ask the function to stop at its next check of the token.
+
+        The job ends with ``cancelled`` once the function raises
+        :class:`~engine.errors.Cancelled` (a queued job never starts). A function that
+        ignores the token still ends with ``finished`` or ``failed``.
+        """
+        if not self.status.is_active or self.token.cancelled:
+            return
+        self.token.cancel()
+        if self._on_cancel is not None:
+            self._on_cancel(self)
+
+    # ------------------------------------------------------------------ per-job callbacks
+    def on_finished(self, callback: Callable[[Any], Any]) -> Job:
+        """Call ``callback(result)`` on the GUI thread when the job succeeds; return ``self``.
+
+        Register callbacks right after :meth:`JobRunner.start`, before control returns to
+        the event loop: results are delivered through it, so none can be missed.
+        """
+        self._callbacks_for("finished").append(callback)
+        return self
+
+    def on_failed(self, callback: Callable[[BaseException, str], Any]) -> Job:
+        """Call ``callback(exception, traceback_text)`` on the GUI thread if the job fails."""
+        self._callbacks_for("failed").append(callback)
+        return self
+
+    def on_cancelled(self, callback: Callable[[], Any]) -> Job:
+        """Call ``callback()`` on the GUI thread if the job ends cancelled."""
+        self._callbacks_for("cancelled").append(callback)
+        return self
+
+    def _callbacks_for(self, kind: str) -> list[Callable[..., Any]]:
+        if kind not in self._callbacks:
+            raise RuntimeError(f"{self!r} has already ended; connect to JobRunner signals instead")
+        return self._callbacks[kind]
+
+    def _run_callbacks(self, kind: str, *args: Any) -> None:
+        callbacks = self._callbacks.get(kind, [])
+        self._callbacks = {}  # drop references (results, widgets) once the job has ended
+        for callback in callbacks:
+            callback(*args)
+
+
+class _WorkerSignals(QObject):
+    """Signals the workers emit from pool threads, keyed by job id.
+
+    One instance is shared by all workers of a runner; it lives on the GUI thread, so
+    connections to the runner are queued and its slots run on the GUI thread.
+    """
+
+    started = Signal(int)
+    """``started(job_id)``: the function is about to be called."""
+
+    progressed = Signal(int, float, str)
+    """``progressed(job_id, fraction, message)``: throttled progress report."""
+
+    finished = Signal(int, object)
+    """``finished(job_id, result)``: the function returned ``result``."""
+
+    failed = Signal(int, object, str)
+    """``failed(job_id, exception, traceback_text)``: the function raised."""
+
+    cancelled = Signal(int)
+    """``cancelled(job_id)``: the function raised ``Cancelled`` (or never started)."""
+
+    done = Signal(int)
+    """``done(job_id)``: always the last signal of a job."""
+
+
+GUI_SWITCH_INTERVAL_S = 0.001
+
+
+class _ThrottledProgress:
+    """A thread-safe ``progress(fraction, message)`` that forwards at most every ``interval`` s.
+
+    The latest value is kept while throttled; :meth:`flush` forwards it if it was not sent.
+    """
+
+    def __init__(self, emit: Callable[[float, str], None], interval: float) -> None:
+        self._emit = emit
+        self._interval = interval
+        self._last = -math.inf
+        self._pending: tuple[float, str] | None = None
+        self._lock = threading.Lock()
+
+    def __call__(self, fraction: float, message: str = "") -> None:
+        try:
+            value = float(fraction)
+        except (TypeError, ValueError):
+            return
+        if not math.isfinite(value):
+            return
+        item = (min(max(value, 0.0), 1.0), "" if message is None else str(message))
+        now = time.monotonic()
+        with self._lock:
+            if now - self._last < self._interval:
+                self._pending = item
+                return
+            self._last = now
+            self._pending = None
+            self._emit(*item)
+
+    def flush(self) -> None:
+        """Forward the last throttled value, if any."""
+        with self._lock:
+            item, self._pending = self._pending, None
+            if item is not None:
+                self._emit(*item)
+
+
+class _Worker(QRunnable):
+    """Runs one engine call on a pool thread and reports through ``signals``.
+
+    It holds no reference to the :class:`Job` or to any widget; the pool deletes it after
+    :meth:`run` (``autoDelete``).
+    """
+
+    def __init__(
+        self,
+        job_id: int,
+        signals: _WorkerSignals,
+        token: CancelToken,
+        fn: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        throttle_s: float,
+    ) -> None:
+        super().__init__()
+        self.job_id = job_id
+        self._signals = signals
+        self._token = token
+        self._call: tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]] | None = (fn, args, kwargs)
+        self._throttle_s = throttle_s
+
+    def run(self) -> None:  # runs on a pool thread
+        signals, job_id = self._signals, self.job_id
+        call, self._call = self._call, None
+        try:
+            if call is None or self._token.cancelled:
+                signals.cancelled.emit(job_id)
+                return
+            fn, args, kwargs = call
+            del call
+            progress = _ThrottledProgress(
+                lambda fraction, message: signals.progressed.emit(job_id, fraction, message),
+                self._throttle_s,
+            )
+            signals.started.emit(job_id)
+            try:
+                result = fn(*args, progress=progress, cancel=self._token, **kwargs)
+            except Cancelled:
+                progress.flush()
+                signals.cancelled.emit(job_id)
+            except BaseException as exc:  # noqa: BLE001 - every failure is reported, never lost
+                text = traceback.format_exc()
+                progress.flush()
+                _drop_tracebacks(exc)
+                signals.failed.emit(job_id, exc, text)
+            else:
+                progress.flush()
+                signals.finished.emit(job_id, result)
+                del result
+            del fn, args, kwargs
+        finally:
+            signals.done.emit(job_id)
+
+
+def _drop_tracebacks(exc: BaseException) -> None:
+    """Free the frames (and their locals) of ``exc`` and its chain; the text was kept."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        current.__traceback__ = None
+        current = current.__cause__ or current.__context__
+
+
+class JobRunner(QObject):
+    """Runs engine callables on a private thread pool; every signal arrives on the GUI thread.
+
+    Parameters
+    ----------
+    parent
+        Owning QObject (usually the main window).
+    model
+        Table model the jobs are listed in (a new :class:`JobsTableModel` if omitted).
+    max_threads
+        Pool size (default: the number of CPU cores).
+    throttle_ms
+        Minimum interval between two ``progressed`` signals of one job.
+    """
+
+    started = Signal(object)
+    """``started(job)``: the job left the queue and its function is running."""
+
+    progressed = Signal(object, float, str)
+    """``progressed(job, fraction, message)``: at most every ``throttle_ms`` per job, plus the last report."""
+
+    finished = Signal(object, object)
+    """``finished(job, result)``: the function returned ``result``."""
+
+    failed = Signal(object, object, str)
+    """``failed(job, exception, traceback_text)``: the function raised ``exception``."""
+
+    cancelled = Signal(object)
+    """``cancelled(job)``: the job stopped after :meth:`Job.cancel` (or never started)."""
+
+    done = Signal(object)
+    """``done(job)``: the job ended, whatever the outcome (after the signal above)."""
+
+    active_count_changed = Signal(int)
+    """``active_count_changed(n)``: the number of queued or running jobs changed."""
+
+    def __init__(
+        self,
+        parent: QObject | None = None,
+        *,
+        model: JobsTableModel | None = None,
+        max_threads: int | None = None,
+        throttle_ms: int = 50,
+    ) -> None:
+        super().__init__(parent)
+        # CPython hands the GIL between threads every 5 ms by default. While a worker runs
+        # pure-Python code, every Python call on the GUI thread (slots, model.data) may wait
+        # that long, which adds up to visible stutter; 1 ms keeps the GUI fluid (measured in
+        # benchmarks/gui_responsiveness.py) at a negligible cost to the worker.
+        sys.setswitchinterval(min(sys.getswitchinterval(), GUI_SWITCH_INTERVAL_S))
+        # The pool is created before the signals object: as children they are destroyed in
+        # creation order, so the pool's destructor waits for the workers before the signals
+        # object they emit through goes away.
+        self._pool = QThreadPool(self)
+        if max_threads is not None:
+            self._pool.setMaxThreadCount(max(1, max_threads))
+        self._signals = _WorkerSignals(self)
+        queued = Qt.ConnectionType.QueuedConnection
+        self._signals.started.connect(self._on_started, queued)
+        self._signals.progressed.connect(self._on_progressed, queued)
+        self._signals.finished.connect(self._on_finished, queued)
+        self._signals.failed.connect(self._on_failed, queued)
+        self._signals.cancelled.connect(self._on_cancelled, queued)
+        self._signals.done.connect(self._on_done, queued)
+        self._model = model if model is not None else JobsTableModel(self)
+        self._throttle_s = max(0, throttle_ms) / 1000.0
+        self._ids = itertools.count(1)
+        self._active: dict[int, Job] = {}
+        self._closed = False
+        app = QCoreApplication.instance()
+        if app is not None:
+            app.aboutToQuit.connect(self.shutdown)
+
+    # ------------------------------------------------------------------ public API
+    @property
+    def model(self) -> JobsTableModel:
+        """The table model listing this runner's jobs (for :class:`widgets.jobs_panel.JobsPanel`)."""
+        return self._model
+
+    @property
+    def is_busy(self) -> bool:
+        """Whether any job is queued or running."""
+        return bool(self._active)
+
+    def start(self, fn: Callable[..., Any], *args: Any, title: str, **kwargs: Any) -> Job:
+        """Queue ``fn(*args, progress=..., cancel=..., **kwargs)`` and return its :class:`Job`.
+
+        Parameters
+        ----------
+        fn
+            An engine callable accepting ``progress`` and ``cancel`` keyword arguments.
+        *args, **kwargs
+            Passed to ``fn``. They travel to a pool thread: pass data and engine objects
+            (a :class:`~engine.store.Project` is fine), never widgets or models.
+        title
+            What the job does, for the jobs panel.
+
+        Raises
+        ------
+        RuntimeError
+            After :meth:`shutdown`.
+        TypeError
+            If ``progress`` or ``cancel`` is passed in ``kwargs`` (the runner supplies them).
+        """
+        if self._closed:
+            raise RuntimeError("the job runner has been shut down")
+        clash = _RESERVED_KWARGS & kwargs.keys()
+        if clash:
+            raise TypeError(f"the runner supplies {sorted(clash)}; do not pass them")
+        job = Job(next(self._ids), title, on_cancel=self._on_cancel_requested)
+        self._active[job.id] = job
+        self._model.add_job(JobRow(job_id=job.id, title=title, created_at=job.created_at))
+        worker = _Worker(job.id, self._signals, job.token, fn, args, kwargs, self._throttle_s)
+        self._pool.start(worker)
+        self.active_count_changed.emit(len(self._active))
+        return job
+
+    def job(self, job_id: int) -> Job | None:
+        """The active (queued or running) job with ``job_id``, or ``None``."""
+        return self._active.get(job_id)
+
+    def active_jobs(self) -> list[Job]:
+        """Queued and running jobs, oldest first."""
+        return list(self._active.values())
+
+    def cancel(self, job_id: int) -> bool:
+        """Cancel the active job ``job_id``; return whether there was one (panel callback)."""
+        job = self._active.get(job_id)
+        if job is None:
+            return False
+        job.cancel()
+        return True
+
+    def cancel_all(self) -> None:
+        """Ask every active job to stop."""
+        for job in list(self._active.values()):
+            job.cancel()
+
+    def wait_for_done(self, timeout_ms: int = -1) -> bool:
+        """Block until every job has ended and its signals were delivered.
+
+        Runs the event loop while waiting (the signals are queued to this thread), so use
+        it in tests and at shutdown, not in ordinary slots.
+
+        Parameters
+        ----------
+        timeout_ms
+            Give up after this many milliseconds (negative: wait forever).
+
+        Returns
+        -------
+        bool
+            Whether every job ended in time.
+        """
+        deadline = None if timeout_ms < 0 else time.monotonic() + timeout_ms / 1000.0
+        while True:
+            QCoreApplication.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 50)
+            if not self._active:
+                return True
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                return False
+            step = 20 if remaining is None else max(1, min(20, int(remaining * 1000)))
+            self._pool.waitForDone(step)
+
+    def shutdown(self, timeout_ms: int = 30_000) -> bool:
+        """Refuse new jobs, cancel the running ones and wait for the pool threads.
+
+        Safe to call more than once. Signals still pending are delivered by the event loop
+        if it runs again; nothing else happens to the jobs.
+
+        Returns
+        -------
+        bool
+            Whether every worker finished within ``timeout_ms``.
+        """
+        self._closed = True
+        self.cancel_all()
+        return bool(self._pool.waitForDone(timeout_ms))
+
+    # ------------------------------------------------------------------ worker signals (GUI thread)
+    def _on_cancel_requested(self, job: Job) -> None:
+        self._model.update_job(job.id, cancel_requested=True)
+
+    @Slot(int)
+    def _on_started(self, job_id: int) -> None:
+        job = self._active.get(job_id)
+        if job is None:
+            return
+        job.status = JobStatus.RUNNING
+        job.started_at = datetime.now()
+        job._started_mono = time.monotonic()
+        self._model.update_job(job_id, status=JobStatus.RUNNING, started=job._started_mono)
+        self.started.emit(job)
+
+    @Slot(int, float, str)
+    def _on_progressed(self, job_id: int, fraction: float, message: str) -> None:
+        job = self._active.get(job_id)
+        if job is None or not job.status.is_active:
+            return
+        job.fraction = fraction
+        if message:
+            job.message = message
+        self._model.update_job(job_id, fraction=fraction, message=job.message)
+        self.progressed.emit(job, fraction, message)
+
+    @Slot(int, object)
+    def _on_finished(self, job_id: int, result: Any) -> None:
+        job = self._end(job_id, JobStatus.DONE, fraction=1.0)
+        if job is None:
+            return
+        self.finished.emit(job, result)
+        job._run_callbacks("finished", result)
+
+    @Slot(int, object, str)
+    def _on_failed(self, job_id: int, exc: BaseException, traceback_text: str) -> None:
+        message = exc.message if hasattr(exc, "message") else f"{type(exc).__name__}: {exc}"
+        job = self._end(job_id, JobStatus.FAILED, message=str(message))
+        if job is None:
+            return
+        job.error = exc
+        self.failed.emit(job, exc, traceback_text)
+        job._run_callbacks("failed", exc, traceback_text)
+
+    @Slot(int)
+    def _on_cancelled(self, job_id: int) -> None:
+        job = self._end(job_id, JobStatus.CANCELLED, message="Cancelled")
+        if job is None:
+            return
+        self.cancelled.emit(job)
+        job._run_callbacks("cancelled")
+
+    @Slot(int)
+    def _on_done(self, job_id: int) -> None:
+        job = self._active.pop(job_id, None)
+        if job is None:
+            return
+        job._callbacks = {}
+        job._on_cancel = None
+        self.done.emit(job)
+        self.active_count_changed.emit(len(self._active))
+
+    def _end(self, job_id: int, status: JobStatus, *, fraction: float | None = None, message: str | None = None) -> Job | None:
+        job = self._active.get(job_id)
+        if job is None or not job.status.is_active:
+            return None
+        job.status = status
+        job.ended_at = datetime.now()
+        job._ended_mono = time.monotonic()
+        changes: dict[str, Any] = {"status": status, "ended": job._ended_mono}
+        if fraction is not None:
+            job.fraction = fraction
+            changes["fraction"] = fraction
+        if message is not None:
+            job.message = message
+            changes["message"] = message
+        self._model.update_job(job_id, **changes)
+        return job

@@ -1,0 +1,50 @@
+"""Application entry point: ``python -m app`` or the ``counterbias-studio`` script."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="counterbias-studio", description="Counterbias Studio (GUI).")
+    parser.add_argument("project", nargs="?", type=Path, help="project file to open (.cbproj)")
+    parser.add_argument("--demo", action="store_true",
+                        help="open the bundled demo project (created on first use, no network)")
+    parser.add_argument("--screenshot", type=Path, metavar="PNG",
+                        help="save a screenshot of the main window once it is shown, then quit")
+    parser.add_argument("--exit-after", type=int, metavar="MS", help="quit after MS milliseconds")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Start the GUI and return its exit code."""
+    args = build_parser().parse_args(argv)
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QApplication
+
+    from app.main_window import MainWindow
+
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    app.setApplicationName("Counterbias Studio")
+    app.setOrganizationName("Counterbias Studio")
+    window = MainWindow()
+    window.show()
+    path = args.project
+    if args.demo and path is None:
+        from engine.demo import ensure_demo_project
+
+        path = ensure_demo_project()
+    if path is not None:
+        window.open_project(path)
+    if args.screenshot is not None:
+        def grab() -> None:
+            window.grab().save(str(args.screenshot))
+            window.close()
+        QTimer.singleShot(1500, grab)
+    if args.exit_after is not None:
+        QTimer.singleShot(args.exit_after, window.close)
+    code = app.exec()
+    return int(code)

@@ -1,0 +1,276 @@
+"""The jobs panel: running and finished background jobs, with progress bars and Cancel.
+
+The panel shows a :class:`~widgets.models.jobs_model.JobsTableModel` and asks a callback to
+cancel a job; it never runs jobs itself. In the application::
+
+    panel = JobsPanel(runner.model, cancel=runner.cancel)
+
+Run ``python -m widgets.jobs_panel`` for a standalone demo with fake, timer-driven jobs.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from PySide6.QtCore import QItemSelection, QModelIndex, QPersistentModelIndex, QPoint, Qt, Signal
+from PySide6.QtGui import QPainter
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QApplication,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QMenu,
+    QPushButton,
+    QStyle,
+    QStyledItemDelegate,
+    QStyleOptionProgressBar,
+    QStyleOptionViewItem,
+    QTableView,
+    QVBoxLayout,
+    QWidget,
+)
+
+from widgets.models.jobs_model import JobRow, JobsTableModel, JobStatus
+
+__all__ = ["JobsPanel", "ProgressBarDelegate"]
+
+
+class ProgressBarDelegate(QStyledItemDelegate):
+    """Paints a float in [0, 1] (read from ``role``) as a progress bar.
+
+    Parameters
+    ----------
+    role
+        Item data role holding the fraction (e.g. :attr:`JobsTableModel.ProgressRole`).
+    parent
+        Owning object (usually the view).
+    """
+
+    def __init__(self, role: int = JobsTableModel.ProgressRole, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._role = role
+
+    def paint(
+        self, painter: QPainter, option: QStyleOptionViewItem, index: QModelIndex | QPersistentModelIndex
+    ) -> None:
+        fraction = index.data(self._role)
+        if not isinstance(fraction, float):
+            super().paint(painter, option, index)
+            return
+        # Paint the selection/background as usual, then the bar on top.
+        background = QStyleOptionViewItem(option)
+        self.initStyleOption(background, index)
+        background.text = ""
+        widget = option.widget
+        style = widget.style() if widget is not None else QApplication.style()
+        style.drawControl(QStyle.ControlElement.CE_ItemViewItem, background, painter, widget)
+
+        bar = QStyleOptionProgressBar()
+        bar.rect = option.rect.adjusted(2, 2, -2, -2)
+        bar.minimum = 0
+        bar.maximum = 1000
+        bar.progress = round(min(max(fraction, 0.0), 1.0) * 1000)
+        bar.text = f"{round(fraction * 100)} %"
+        bar.textVisible = True
+        bar.textAlignment = Qt.AlignmentFlag.AlignCenter
+        # Qt 6 reads the orientation from State_Horizontal; without it the bar is vertical.
+        bar.state = option.state | QStyle.StateFlag.State_Horizontal
+        bar.palette = option.palette
+        bar.fontMetrics = option.fontMetrics
+        style.drawControl(QStyle.ControlElement.CE_ProgressBar, bar, painter, widget)
+
+
+class JobsPanel(QWidget):
+    """A table of jobs with a progress bar per row and a Cancel button.
+
+    Parameters
+    ----------
+    model
+        The jobs to show.
+    cancel
+        Called with a job id when the user cancels that job (e.g. ``JobRunner.cancel``).
+        :attr:`cancel_requested` is emitted as well, so the callback may be omitted.
+    parent
+        Parent widget.
+    """
+
+    cancel_requested = Signal(int)
+    """``cancel_requested(job_id)``: the user asked to cancel this job."""
+
+    def __init__(
+        self,
+        model: JobsTableModel,
+        cancel: Callable[[int], object] | None = None,
+        parent: QWidget | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self._model = model
+        self._cancel = cancel
+
+        self.view = QTableView(self)
+        self.view.setModel(model)
+        self.view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.view.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.view.setAlternatingRowColors(True)
+        self.view.setWordWrap(False)
+        self.view.verticalHeader().setVisible(False)
+        self.view.setItemDelegateForColumn(JobsTableModel.PROGRESS, ProgressBarDelegate(parent=self.view))
+        self.view.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.view.customContextMenuRequested.connect(self._show_context_menu)
+        header = self.view.horizontalHeader()
+        header.setStretchLastSection(False)
+        header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        header.setSectionResizeMode(JobsTableModel.MESSAGE, QHeaderView.ResizeMode.Stretch)
+        self.view.setColumnWidth(JobsTableModel.TITLE, 220)
+        self.view.setColumnWidth(JobsTableModel.PROGRESS, 120)
+
+        self.summary = QLabel(self)
+        self.summary.setTextFormat(Qt.TextFormat.PlainText)
+        self.cancel_button = QPushButton("Cancel", self)
+        self.cancel_button.setToolTip("Stop the selected job at its next checkpoint")
+        self.cancel_button.clicked.connect(self.cancel_selected)
+        self.clear_button = QPushButton("Clear finished", self)
+        self.clear_button.setToolTip("Remove finished, failed and cancelled jobs from the list")
+        self.clear_button.clicked.connect(self._model.remove_finished)
+
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.summary, 1)
+        buttons.addWidget(self.clear_button)
+        buttons.addWidget(self.cancel_button)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.view, 1)
+        layout.addLayout(buttons)
+
+        self.view.selectionModel().selectionChanged.connect(self._selection_changed)
+        for signal in (model.dataChanged, model.rowsInserted, model.rowsRemoved, model.modelReset):
+            signal.connect(self._update_controls)
+        self._update_controls()
+
+    # ------------------------------------------------------------------ public API
+    @property
+    def model(self) -> JobsTableModel:
+        """The model shown."""
+        return self._model
+
+    def selected_job(self) -> JobRow | None:
+        """The job of the selected row, or ``None``."""
+        rows = self.view.selectionModel().selectedRows()
+        if not rows:
+            return None
+        return self._model.job_at(rows[0].row())
+
+    def select_job(self, job_id: int) -> None:
+        """Select the row of ``job_id`` (if it is listed)."""
+        row = self._model.row_of(job_id)
+        if row is not None:
+            self.view.selectRow(row)
+
+    def cancel_job(self, job_id: int) -> None:
+        """Ask for ``job_id`` to be cancelled (callback, then :attr:`cancel_requested`)."""
+        job = self._model.job(job_id)
+        if job is None or not job.can_cancel:
+            return
+        if self._cancel is not None:
+            self._cancel(job_id)
+        self.cancel_requested.emit(job_id)
+
+    def cancel_selected(self) -> None:
+        """Cancel the selected job, if it can be."""
+        job = self.selected_job()
+        if job is not None:
+            self.cancel_job(job.job_id)
+
+    # ------------------------------------------------------------------ slots
+    def _selection_changed(self, selected: QItemSelection, deselected: QItemSelection) -> None:
+        self._update_controls()
+
+    def _update_controls(self, *args: object) -> None:
+        job = self.selected_job()
+        self.cancel_button.setEnabled(job is not None and job.can_cancel)
+        jobs = self._model.jobs()
+        running = sum(1 for j in jobs if j.status is JobStatus.RUNNING)
+        queued = sum(1 for j in jobs if j.status is JobStatus.QUEUED)
+        self.clear_button.setEnabled(len(jobs) > running + queued)
+        parts = [f"{running} running"] if running else []
+        if queued:
+            parts.append(f"{queued} queued")
+        self.summary.setText(", ".join(parts) if parts else "No running jobs")
+
+    def _show_context_menu(self, pos: QPoint) -> None:
+        index = self.view.indexAt(pos)
+        if not index.isValid():
+            return
+        job = self._model.job_at(index.row())
+        menu = QMenu(self)
+        action = menu.addAction("Cancel job")
+        action.setEnabled(job.can_cancel)
+        action.triggered.connect(lambda: self.cancel_job(job.job_id))
+        menu.addAction("Clear finished jobs", self._model.remove_finished)
+        menu.popup(self.view.viewport().mapToGlobal(pos))
+
+
+def _demo() -> int:  # pragma: no cover - manual demo
+    """Show the panel with a few fake jobs driven by a timer (no engine, no threads)."""
+    import random
+
+    from PySide6.QtCore import QTimer
+
+    app = QApplication.instance() or QApplication([])
+    model = JobsTableModel()
+    speeds: dict[int, float] = {}
+
+    def add(job_id: int, title: str, speed: float) -> None:
+        model.add_job(JobRow(job_id=job_id, title=title, status=JobStatus.RUNNING, started=time.monotonic()))
+        speeds[job_id] = speed
+
+    def cancel(job_id: int) -> None:
+        model.update_job(job_id, cancel_requested=True)
+
+    def step() -> None:
+        for job in model.jobs():
+            if not job.status.is_active:
+                continue
+            if job.cancel_requested:
+                model.update_job(job.job_id, status=JobStatus.CANCELLED, ended=time.monotonic(), message="Cancelled")
+                continue
+            if job.status is JobStatus.QUEUED:
+                if model.active_count() - 1 < 3:  # a "thread" is free: start it
+                    model.update_job(job.job_id, status=JobStatus.RUNNING, started=time.monotonic())
+                continue
+            fraction = min(1.0, job.fraction + speeds[job.job_id] * random.uniform(0.5, 1.5))
+            if job.title.startswith("Failing") and fraction > 0.6:
+                model.update_job(
+                    job.job_id, status=JobStatus.FAILED, ended=time.monotonic(), message="Out of fake memory"
+                )
+                continue
+            done = fraction >= 1.0
+            model.update_job(
+                job.job_id,
+                fraction=fraction,
+                message="Done" if done else f"Batch {int(fraction * 200)} of 200",
+                status=JobStatus.DONE if done else JobStatus.RUNNING,
+                ended=time.monotonic() if done else None,
+            )
+
+    add(1, "Import reviews.csv", 0.01)
+    add(2, "Train baseline classifier", 0.002)
+    add(3, "Failing job", 0.005)
+    model.add_job(JobRow(job_id=4, title="Queued attribution run"))
+    speeds[4] = 0.02
+    timer = QTimer()
+    timer.timeout.connect(step)
+    timer.start(100)
+
+    panel = JobsPanel(model, cancel=cancel)
+    panel.setWindowTitle("Jobs — demo")
+    panel.resize(900, 260)
+    panel.show()
+    return app.exec()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(_demo())

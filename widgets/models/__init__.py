@@ -1,0 +1,1 @@
+"""Qt item models over engine data (examples, datasets) and over running jobs."""
