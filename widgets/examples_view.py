@@ -54,6 +54,7 @@ class ExamplesView(QWidget):
         self.table.setWordWrap(False)
         self.table.setAlternatingRowColors(True)
         vh = self.table.verticalHeader()
+        vh.hide()  # the "#" column shows the example id; row numbers would only duplicate it
         vh.setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
         vh.setDefaultSectionSize(self.fontMetrics().height() + 8)
         self.table.horizontalHeader().setStretchLastSection(False)
@@ -109,7 +110,7 @@ class ExamplesView(QWidget):
                 header.setSectionResizeMode(col, QHeaderView.ResizeMode.Interactive)
                 self.table.setColumnWidth(col, 560 if key == "text" else 360)
             else:
-                self.table.setColumnWidth(col, 90 if key != "label" else 110)
+                self.table.setColumnWidth(col, {"id": 64, "label": 110}.get(key, 80))
 
     def _apply_search(self) -> None:
         self.model.set_search(self.search.text().strip())
@@ -129,7 +130,10 @@ class ExamplesView(QWidget):
         rows = self.table.selectionModel().selectedRows()
         if rows:
             index = rows[-1]
+        row = None
         if index.isValid():
-            self.exampleSelected.emit(self.model.example_at(index.row()))
-        else:
-            self.exampleSelected.emit(None)
+            try:
+                row = self.model.example_at(index.row())
+            except (KeyError, IndexError):  # the row went away since the last refresh
+                row = None
+        self.exampleSelected.emit(row)
