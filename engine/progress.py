@@ -37,7 +37,7 @@ def scaled(progress: ProgressFn, start: float, end: float) -> ProgressFn:
     span = end - start
 
     def _sub(fraction: float, message: str = "") -> None:
-        progress(start + span * min(max(fraction, 0.0), 1.0), message)
+        progress(round(start + span * min(max(fraction, 0.0), 1.0), 9), message)
 
     return _sub
 
