@@ -15,6 +15,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="open the bundled demo project (created on first use, no network)")
     parser.add_argument("--screenshot", type=Path, metavar="PNG",
                         help="save a screenshot of the main window once it is shown, then quit")
+    parser.add_argument("--stats", action="store_true",
+                        help="show the bias statistics of the opened dataset (computed as a job)")
     parser.add_argument("--exit-after", type=int, metavar="MS", help="quit after MS milliseconds")
     return parser
 
@@ -39,8 +41,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         path = ensure_demo_project()
     if path is not None:
         window.open_project(path)
+    if args.stats:
+        window.show_stats_tab()
+        window.stats.compute()
     if args.screenshot is not None:
         def grab() -> None:
+            if window.jobs.is_busy:  # wait for the jobs started above
+                QTimer.singleShot(200, grab)
+                return
             window.grab().save(str(args.screenshot))
             window.close()
         QTimer.singleShot(1500, grab)

@@ -18,12 +18,14 @@ from PySide6.QtWidgets import (
     QMainWindow,
     QMenu,
     QTableView,
+    QTabWidget,
     QWidget,
 )
 
 from app.jobs import JobRunner
 from app.session import Session
 from app.settings import Settings
+from app.stats_controller import StatsController
 from engine.errors import CounterbiasError
 from engine.io import export_dataset, import_file
 from engine.store import PROJECT_SUFFIX, DatasetInfo
@@ -33,6 +35,7 @@ from widgets.examples_view import ExamplesView
 from widgets.import_wizard import ImportRequest, ImportWizard
 from widgets.jobs_panel import JobsPanel
 from widgets.models.datasets_model import DatasetsTableModel
+from widgets.stats_panel import StatsPanel
 
 DatasetIdRole = DatasetsTableModel.DatasetIdRole
 
@@ -53,7 +56,12 @@ class MainWindow(QMainWindow):
         self.resize(1400, 860)
 
         self.examples = ExamplesView(self, debounce_ms=self.settings.get("search_debounce_ms"))
-        self.setCentralWidget(self.examples)
+        self.stats_panel = StatsPanel(self)
+        self.tabs = QTabWidget()
+        self.tabs.addTab(self.examples, "Examples")
+        self.tabs.addTab(self.stats_panel, "Bias statistics")
+        self.setCentralWidget(self.tabs)
+        self.stats = StatsController(self, self.stats_panel)
         self.detail = DetailPane(self)
         self.jobs_panel = JobsPanel(self.jobs.model, cancel=self.jobs.cancel, parent=self)
         self.datasets_model = DatasetsTableModel(self)
@@ -193,7 +201,14 @@ class MainWindow(QMainWindow):
         self.detail.show_example(None, dataset.labels if dataset else [])
         if dataset is not None and self.examples.model.rowCount():
             self.examples.table.selectRow(0)
+        self.stats.dataset_changed(dataset)
         self._update_actions()
+
+    def show_examples_tab(self) -> None:
+        self.tabs.setCurrentWidget(self.examples)
+
+    def show_stats_tab(self) -> None:
+        self.tabs.setCurrentWidget(self.stats_panel)
 
     def _example_selected(self, row: dict | None) -> None:
         self.detail.show_example(row, self.current_dataset.labels if self.current_dataset else [])

@@ -37,6 +37,8 @@ EPILOG = """exit codes: 0 success, 1 internal error, 2 usage error, 3 unusable i
 
 #: Sub-command registry: later steps (stats, train, generate, ...) add themselves here.
 COMMANDS: dict[str, Callable[[argparse._SubParsersAction], None]] = {}
+#: Modules whose import registers more sub-commands (their heavy imports stay inside the commands).
+COMMAND_MODULES = ("engine.cli_stats",)
 
 
 def command(name: str) -> Callable[[Callable[[argparse._SubParsersAction], None]], Callable]:
@@ -276,6 +278,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    import importlib
+
+    for module in COMMAND_MODULES:
+        importlib.import_module(module)
     for add in COMMANDS.values():
         add(sub)
     return parser

@@ -474,3 +474,12 @@ def rejection_reasons_by_id(result: ZFilterResult, example_ids: np.ndarray) -> d
     ids = np.asarray(example_ids)[result.rejected].tolist()
     return dict(zip(ids, result.reason_names()))
 
+
+
+def auto_batch_size(n_examples: int) -> int:
+    """A batch size for datasets smaller than the paper's: about 20 batches, 100 to 10,000 rows.
+
+    Z starts empty, so the first batch is always accepted whole; with the default 10,000 rows
+    a dataset of a few thousand examples would pass unfiltered.
+    """
+    return int(min(10_000, max(100, n_examples // 20)))
