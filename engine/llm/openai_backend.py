@@ -1,0 +1,324 @@
+"""Backend ``openai``: any OpenAI-compatible chat-completions server.
+
+Works with OpenAI itself and with servers that speak its API (vLLM, Ollama, llama.cpp's
+server, LM Studio, and :mod:`engine.llm.server`). The ``openai`` package is imported
+lazily, inside the calls.
+
+Behaviour
+---------
+* The API key comes from the environment variable named in the config, or the OS
+  keyring (:mod:`engine.llm.keys`); it is never stored, logged or shown: ``repr`` and
+  every error message are redacted.
+* Requests run on an :class:`openai.AsyncOpenAI` client with at most ``concurrency`` in
+  flight (an :class:`asyncio.Semaphore`), each bounded by ``timeout_s``.
+* The client's own retries are switched off (``max_retries=0``); this module retries
+  429, 408/409, 5xx, timeouts, dropped connections and garbled answers itself, with
+  exponential backoff plus jitter, waiting at least what ``Retry-After`` asks.
+* :meth:`OpenAIBackend.chat_many` never raises for one item: a failed item comes back as
+  a :class:`~engine.llm.base.Failure` saying whether it is worth retrying.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from engine.llm.base import ChatRequest, ChatResult, Failure, Outcome, ResultCallback, Usage
+from engine.llm.batch import gather_bounded, run_coroutine
+from engine.llm.config import LLMConfig
+from engine.llm.errors import (
+    BadResponseError,
+    EndpointUnreachableError,
+    LLMAuthError,
+    LLMError,
+    LLMTimeoutError,
+    ModelNotFoundError,
+    RateLimitedError,
+    RequestRejectedError,
+    RuntimeMissingError,
+    ServerError,
+)
+from engine.llm.keys import Secret, redact, resolve_api_key
+from engine.llm.registry import register_backend
+from engine.llm.retry import RetryPolicy, parse_retry_after
+from engine.progress import CancelToken, ProgressFn, no_progress
+
+log = logging.getLogger(__name__)
+
+OPENAI_URL = "https://api.openai.com/v1"
+#: Longest part of a server's error text quoted in a message.
+MAX_QUOTE = 300
+
+
+def _import_openai() -> Any:
+    try:
+        import openai
+    except ImportError as exc:
+        raise RuntimeMissingError(
+            "The 'openai' package is not installed.", "Install it with: pip install openai"
+        ) from exc
+    return openai
+
+
+@register_backend("openai")
+class OpenAIBackend:
+    """Chat completions from an OpenAI-compatible HTTP server.
+
+    Parameters
+    ----------
+    config
+        ``base_url`` (``None``: OpenAI), ``model``, ``api_key_env``, ``concurrency``,
+        ``timeout_s``, ``max_retries``, ``params``; ``options`` may set ``backoff_s``,
+        ``backoff_max_s`` and ``max_retry_after_s``.
+
+    Raises
+    ------
+    MissingAPIKeyError
+        ``api_key_env`` names a variable that is unset and not in the keyring.
+    """
+
+    name = "openai"
+
+    def __init__(self, config: LLMConfig) -> None:
+        self.config = config
+        self.params = config.params
+        self.model = config.model
+        self.base_url = (config.base_url or OPENAI_URL).rstrip("/")
+        self._key: Secret = resolve_api_key(config.api_key_env)
+        opts = config.options
+        self.policy = RetryPolicy(
+            max_retries=config.max_retries,
+            base_s=float(opts.get("backoff_s", 0.5)),
+            cap_s=float(opts.get("backoff_max_s", 20.0)),
+            max_retry_after_s=float(opts.get("max_retry_after_s", 120.0)),
+        )
+        self._rng = random.Random()
+
+    def __repr__(self) -> str:
+        key = f", api_key_env={self.config.api_key_env!r}" if self.config.api_key_env else ""
+        return f"OpenAIBackend(model={self.model!r}, base_url={self.base_url!r}{key})"
+
+    # ------------------------------------------------------------------ public API
+    def chat(self, messages: Sequence[Mapping[str, str]], params: Mapping[str, Any] | None = None) -> ChatResult:
+        """One completion (with retries).
+
+        Raises
+        ------
+        LLMError
+            The named error of the last attempt.
+        """
+        request = ChatRequest(messages, params).with_defaults(self.params)
+
+        async def main() -> ChatResult:
+            async with self._client() as client:
+                outcome = await self._call(client, request, raise_errors=True)
+            assert isinstance(outcome, ChatResult)
+            return outcome
+
+        return run_coroutine(main)
+
+    def chat_many(
+        self,
+        requests: Sequence[ChatRequest],
+        *,
+        progress: ProgressFn = no_progress,
+        cancel: CancelToken | None = None,
+        on_result: ResultCallback | None = None,
+    ) -> list[Outcome]:
+        """Run ``requests`` concurrently; one result or :class:`Failure` per request, in order.
+
+        Runs in its own event loop (safe from a worker thread). ``on_result(index, outcome)``
+        is called as each item finishes.
+
+        Raises
+        ------
+        Cancelled
+            When ``cancel`` is set (finished items were already reported).
+        """
+        prepared = [r.with_defaults(self.params) for r in requests]
+        if not prepared:
+            return []
+
+        async def main() -> list[Outcome]:
+            async with self._client() as client:
+                return await gather_bounded(
+                    prepared,
+                    lambda req: self._call(client, req),
+                    concurrency=self.config.concurrency,
+                    progress=progress,
+                    cancel=cancel,
+                    on_result=on_result,
+                    on_crash=self._crash_failure,
+                )
+
+        return run_coroutine(main)
+
+    def list_models(self) -> list[str]:
+        """Model names the server offers (a quick connection and key check).
+
+        Raises
+        ------
+        LLMError
+        """
+
+        async def main() -> list[str]:
+            async with self._client() as client:
+                try:
+                    page = await client.models.list()
+                except Exception as exc:
+                    raise self._map_error(exc) from None
+                return [m.id for m in getattr(page, "data", [])]
+
+        return run_coroutine(main)
+
+    def close(self) -> None:
+        """Nothing to release: each batch opens and closes its own client."""
+
+    # ------------------------------------------------------------------ internals
+    def _client(self) -> Any:
+        openai = _import_openai()
+        return openai.AsyncOpenAI(
+            api_key=self._key.reveal(),
+            base_url=self.base_url,
+            timeout=float(self.config.timeout_s),
+            max_retries=0,  # ours are the only retries
+        )
+
+    async def _call(self, client: Any, request: ChatRequest, *, raise_errors: bool = False) -> Outcome:
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                return await self._send(client, request)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                error = exc if isinstance(exc, LLMError) else self._map_error(exc)
+            if error.retriable and attempt <= self.policy.max_retries:
+                wait = self.policy.delay(attempt - 1, error.retry_after, self._rng)
+                log.info("LLM call failed (%s); retry %d of %d in %.2f s",
+                         error.code, attempt, self.policy.max_retries, wait)
+                await asyncio.sleep(wait)
+                continue
+            if raise_errors:
+                raise error
+            return Failure.from_error(error, attempt)
+
+    async def _send(self, client: Any, request: ChatRequest) -> ChatResult:
+        completion = await client.chat.completions.create(
+            model=self.model, messages=list(request.messages), **request.params
+        )
+        return self._to_result(completion)
+
+    def _to_result(self, completion: Any) -> ChatResult:
+        try:
+            choice = completion.choices[0]
+            text = choice.message.content
+            if not isinstance(text, str):
+                raise TypeError("no text content")
+            usage = getattr(completion, "usage", None)
+            return ChatResult(
+                text=text,
+                usage=Usage(int(getattr(usage, "prompt_tokens", 0) or 0),
+                            int(getattr(usage, "completion_tokens", 0) or 0)),
+                model=str(getattr(completion, "model", "") or self.model),
+                finish_reason=str(getattr(choice, "finish_reason", None) or "stop"),
+            )
+        except (AttributeError, IndexError, KeyError, TypeError, ValueError) as exc:
+            snippet = completion if isinstance(completion, str) else type(completion).__name__
+            raise self._bad_response(f"it is not a chat completion ({type(exc).__name__}): {snippet!r}") from None
+
+    def _bad_response(self, detail: str) -> BadResponseError:
+        return BadResponseError(
+            self._redact(f"The LLM server at {self.base_url} sent an unusable answer: {detail}"),
+            "Check that the address points at an OpenAI-compatible API (usually ending in /v1). "
+            "If this happens only now and then, run the step again: finished items are kept.",
+        )
+
+    def _crash_failure(self, exc: BaseException) -> Failure:
+        log.exception("unexpected error in an LLM call")
+        error = LLMError(self._redact(f"Unexpected error in an LLM call: {type(exc).__name__}: {exc}"),
+                         "Run the step again; if it recurs, report it with the log.")
+        return Failure.from_error(error)
+
+    def _redact(self, text: str) -> str:
+        return redact(text, self._key)
+
+    def _server_text(self, exc: Any) -> str:
+        body = getattr(exc, "body", None)
+        if isinstance(body, dict):
+            body = body.get("error", body)
+            if isinstance(body, dict):
+                body = body.get("message", body)
+        text = str(body if body else getattr(exc, "message", exc))
+        return self._redact(text[:MAX_QUOTE])
+
+    def _map_error(self, exc: BaseException) -> LLMError:
+        """Translate an ``openai``/``httpx`` exception into a named :class:`LLMError`."""
+        openai = _import_openai()
+        where = f"the LLM server at {self.base_url}"
+        if isinstance(exc, openai.APITimeoutError):
+            return LLMTimeoutError(
+                f"No answer from {where} within {self.config.timeout_s:g} s.",
+                "Raise the timeout, lower the concurrency, or check that the server is not overloaded.",
+            )
+        if isinstance(exc, openai.APIConnectionError):
+            cause = exc.__cause__ or exc.__context__
+            detail = f" ({type(cause).__name__})" if cause is not None else ""
+            if cause is not None and "protocol" in type(cause).__name__.lower():
+                return self._bad_response(f"the connection broke off mid-answer{detail}")
+            return EndpointUnreachableError(
+                self._redact(f"Could not reach {where}{detail}."),
+                "Check that the server is running and the address (host, port, /v1) is right; "
+                "to serve the bundled model run 'python -m engine serve-llm'.",
+            )
+        if isinstance(exc, openai.APIStatusError):
+            status = exc.status_code
+            text = self._server_text(exc)
+            headers = getattr(getattr(exc, "response", None), "headers", None)
+            retry_after = parse_retry_after(dict(headers) if headers is not None else None)
+            if status in (401, 403):
+                err: LLMError = LLMAuthError(
+                    f"{where} refused the API key (HTTP {status}): {text}",
+                    f"Check the key in the environment variable {self.config.api_key_env or '(none set)'} "
+                    "and that it may use this model.",
+                )
+            elif status == 404:
+                err = ModelNotFoundError(
+                    f"{where} does not know model {self.model!r} or the address is wrong (HTTP 404): {text}",
+                    "Check the model name (the server lists its models at <address>/models) and that the "
+                    "address ends with /v1.",
+                )
+            elif status == 429:
+                err = RateLimitedError(
+                    f"{where} kept answering 'too many requests' (HTTP 429): {text}",
+                    "Lower the concurrency, wait a while, or check the account's rate limits; "
+                    "run the step again to finish the remaining items.",
+                )
+            elif status == 408:
+                err = LLMTimeoutError(f"{where} timed out the request (HTTP 408).",
+                                      "Run the step again, or lower the concurrency.")
+            elif status >= 500 or status == 409:
+                err = ServerError(
+                    f"{where} failed (HTTP {status}): {text}",
+                    "The server has a problem; run the step again later (finished items are kept).",
+                )
+            else:
+                err = RequestRejectedError(
+                    f"{where} rejected the request (HTTP {status}): {text}",
+                    "The server may not support one of the parameters (seed, top_p, stop); remove it "
+                    "from the LLM settings.",
+                )
+            err.retry_after = retry_after
+            return err
+        if isinstance(exc, openai.APIResponseValidationError):
+            return self._bad_response(self._server_text(exc))
+        if isinstance(exc, ValueError):  # JSON that does not decode
+            return self._bad_response(f"{type(exc).__name__}: {str(exc)[:MAX_QUOTE]}")
+        if isinstance(exc, LLMError):
+            return exc
+        return LLMError(self._redact(f"LLM call failed: {type(exc).__name__}: {str(exc)[:MAX_QUOTE]}"),
+                        "Run the step again; if it recurs, report it with the log.")

@@ -1,0 +1,215 @@
+"""The ``openai`` backend against real loopback servers: llama.cpp serving SmolLM2, and fault servers."""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+import time
+
+import pytest
+
+from engine.errors import Cancelled
+from engine.llm.base import ChatBackend, ChatRequest, ChatResult, Failure
+from engine.llm.config import LLMConfig
+from engine.llm.errors import (
+    BadResponseError,
+    EndpointUnreachableError,
+    LLMAuthError,
+    LLMTimeoutError,
+    ModelNotFoundError,
+    RateLimitedError,
+    ServerError,
+)
+from engine.llm.registry import create_backend
+from engine.progress import CancelToken
+from tests.engine.llm.conftest import SMOL, item_number, require_smollm2
+
+FAST = {"backoff_s": 0.01, "backoff_max_s": 0.05}
+
+
+def openai_config(base_url: str, **kwargs) -> LLMConfig:
+    kwargs.setdefault("options", FAST)
+    return LLMConfig(backend="openai", model=kwargs.pop("model", "stub"), base_url=base_url, **kwargs)
+
+
+def items(n: int, start: int = 0) -> list[ChatRequest]:
+    return [ChatRequest([{"role": "user", "content": f"item {i}"}]) for i in range(start, start + n)]
+
+
+# ---------------------------------------------------------------------------- real server
+
+
+def test_real_server_chat_and_batch(smol_server):
+    backend = create_backend(openai_config(smol_server.base_url, model=SMOL, params={"max_tokens": 8, "temperature": 0, "seed": 1}))
+    assert isinstance(backend, ChatBackend)
+    one = backend.chat([{"role": "user", "content": "Name a colour."}])
+    assert isinstance(one, ChatResult) and one.text.strip()
+    assert one.usage.prompt_tokens > 0 and 0 < one.usage.completion_tokens <= 8
+    assert one.finish_reason in ("stop", "length")
+    seen = []
+    out = backend.chat_many(
+        [ChatRequest([{"role": "user", "content": w}]) for w in ("Hello", "Name a fruit.", "Hello")],
+        on_result=lambda i, r: seen.append(i),
+        progress=lambda f, m="": None,
+    )
+    assert [type(r) for r in out] == [ChatResult] * 3
+    assert out[0].text == out[2].text  # temperature 0, same seed: deterministic
+    assert sorted(seen) == [0, 1, 2]
+    assert SMOL in backend.list_models()
+
+
+def test_real_server_rejects_a_wrong_key(tmp_path, monkeypatch):
+    from engine.llm.server import start_local_server
+
+    require_smollm2()
+    monkeypatch.setenv("CB_SERVER_KEY", "sk-right-key-0123456789")
+    with start_local_server(SMOL, 0, n_threads=1, n_ctx=512, api_key="sk-right-key-0123456789") as server:
+        good = create_backend(openai_config(server.base_url, model=SMOL, api_key_env="CB_SERVER_KEY",
+                                            params={"max_tokens": 2}))
+        assert good.chat([{"role": "user", "content": "hi"}]).text is not None
+        monkeypatch.setenv("CB_SERVER_KEY", "sk-wrong-key-9876543210")
+        bad = create_backend(openai_config(server.base_url, model=SMOL, api_key_env="CB_SERVER_KEY"))
+        with pytest.raises(LLMAuthError) as info:
+            bad.chat([{"role": "user", "content": "hi"}])
+        assert "9876543210" not in str(info.value) and "CB_SERVER_KEY" in info.value.hint
+
+
+# ---------------------------------------------------------------------------- faults
+
+
+def flaky_plan(body: dict, attempt: int) -> str:
+    """Items 0..15 cycle through every fault on their first attempt, then answer."""
+    n = item_number(body)
+    fault = ["ok", "500", "429", "slow", "garbage", "bad_json", "truncated", "503"][n % 8]
+    return fault if attempt == 1 else "ok"
+
+
+def test_every_transient_fault_is_retried_until_the_batch_completes(stub):
+    server = stub(flaky_plan, slow_s=1.0, retry_after="0.05")
+    backend = create_backend(openai_config(server.base_url, timeout_s=0.4, max_retries=3, concurrency=8))
+    out = backend.chat_many(items(16))
+    assert all(isinstance(r, ChatResult) for r in out)
+    assert [r.text for r in out] == [f"item {i} | was | answered" for i in range(16)]
+    assert server.count == 16 + 14  # each faulty item (14 of 16) was sent exactly twice
+    assert max(server.attempts.values()) == 2
+
+
+def test_permanent_faults_become_named_retriable_failures(stub):
+    fault_of = {0: "ok", 1: "500", 2: "429", 3: "slow", 4: "garbage", 5: "truncated", 6: "404", 7: "bad_json"}
+    server = stub(lambda body, attempt: fault_of[item_number(body)], slow_s=1.0, retry_after="0")
+    backend = create_backend(openai_config(server.base_url, timeout_s=0.3, max_retries=2))
+    out = backend.chat_many(items(8))
+    assert isinstance(out[0], ChatResult)
+    failures = {i: r for i, r in enumerate(out) if isinstance(r, Failure)}
+    expected = {1: ServerError, 2: RateLimitedError, 3: LLMTimeoutError, 4: BadResponseError,
+                5: BadResponseError, 6: ModelNotFoundError, 7: BadResponseError}
+    assert {i: f.error for i, f in failures.items()} == {i: c.__name__ for i, c in expected.items()}
+    for i, f in failures.items():
+        assert f.hint and f.message
+        assert f.retriable == (i != 6)
+        assert f.attempts == (1 if i == 6 else 3)  # 404 is not retried; the rest 1 + 2 retries
+    assert server.attempts  # and the 404 item was sent once only
+    assert server.count == 1 + 6 * 3 + 1
+
+
+def test_retry_after_is_waited_for(stub):
+    server = stub(lambda body, attempt: "429" if attempt == 1 else "ok", retry_after="0.6")
+    backend = create_backend(openai_config(server.base_url, max_retries=1))
+    started = time.perf_counter()
+    assert isinstance(backend.chat_many(items(1))[0], ChatResult)
+    assert server.times[1] - server.times[0] >= 0.6
+    assert time.perf_counter() - started < 5
+
+
+def test_openai_client_retries_are_off(stub):
+    server = stub(lambda body, attempt: "500")
+    backend = create_backend(openai_config(server.base_url, max_retries=0))
+    with pytest.raises(ServerError):
+        backend.chat([{"role": "user", "content": "item 1"}])
+    assert server.count == 1
+
+
+def test_unreachable_endpoint_is_named(unused_port):
+    backend = create_backend(openai_config(f"http://127.0.0.1:{unused_port}/v1", max_retries=1))
+    with pytest.raises(EndpointUnreachableError) as info:
+        backend.chat([{"role": "user", "content": "hi"}])
+    assert "serve-llm" in info.value.hint
+    [failure] = backend.chat_many(items(1))
+    assert failure.error == "EndpointUnreachableError" and failure.retriable and failure.attempts == 2
+
+
+def test_concurrency_is_bounded(stub):
+    server = stub(latency=0.1)
+    backend = create_backend(openai_config(server.base_url, concurrency=4))
+    in_flight, peak, lock = [0], [0], threading.Lock()
+    original = server._answer
+
+    async def counting(*args):
+        with lock:
+            in_flight[0] += 1
+            peak[0] = max(peak[0], in_flight[0])
+        try:
+            return await original(*args)
+        finally:
+            with lock:
+                in_flight[0] -= 1
+
+    server._answer = counting
+    started = time.perf_counter()
+    assert all(isinstance(r, ChatResult) for r in backend.chat_many(items(12)))
+    assert peak[0] == 4
+    assert 0.3 <= time.perf_counter() - started < 2.0  # 3 waves of 0.1 s
+
+
+def test_cancel_stops_the_batch_and_reports_finished_items(stub):
+    server = stub(latency=0.05)
+    backend = create_backend(openai_config(server.base_url, concurrency=2))
+    token = CancelToken()
+    done: list[int] = []
+
+    def on_result(i, r):
+        done.append(i)
+        if len(done) == 3:
+            token.cancel()
+
+    with pytest.raises(Cancelled):
+        backend.chat_many(items(40), cancel=token, on_result=on_result)
+    assert 3 <= len(done) < 40
+    assert server.count < 40
+
+
+def test_runs_inside_a_thread_that_already_has_an_event_loop(stub):
+    import asyncio
+
+    server = stub()
+    backend = create_backend(openai_config(server.base_url))
+
+    async def inside():
+        return backend.chat_many(items(2))
+
+    assert len(asyncio.run(inside())) == 2
+
+
+def test_api_key_never_shows(stub, monkeypatch, caplog):
+    secret = "sk-live-SECRET0123456789abcdef"
+    monkeypatch.setenv("CB_TEST_API_KEY", secret)
+    caplog.set_level(logging.DEBUG)
+    server = stub(lambda body, attempt: "401" if item_number(body) == 0 else ("500" if attempt == 1 else "ok"))
+    cfg = openai_config(server.base_url, api_key_env="CB_TEST_API_KEY", max_retries=1)
+    backend = create_backend(cfg)
+    out = backend.chat_many(items(3))
+    with pytest.raises(LLMAuthError) as info:
+        backend.chat([{"role": "user", "content": "item 0"}])
+    shown = [repr(backend), str(backend), repr(cfg), str(cfg.to_dict()), str(info.value), repr(info.value),
+             info.value.hint, caplog.text, *(repr(r) for r in out), *(str(r.to_dict()) for r in out)]
+    assert isinstance(out[0], Failure) and "invalid key" in out[0].message  # the server did echo it
+    assert all(secret not in s and "SECRET0123" not in s for s in shown)
+    assert "CB_TEST_API_KEY" in repr(backend)
+
+
+@pytest.fixture
+def unused_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
