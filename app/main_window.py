@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
 from app.jobs import JobRunner
 from app.session import Session
 from app.settings import Settings
+from app.importance_controller import ImportanceController
 from app.stats_controller import StatsController
 from engine.errors import CounterbiasError
 from engine.io import export_dataset, import_file
@@ -33,6 +34,7 @@ from widgets.detail_pane import DetailPane
 from widgets.error_dialog import show_error
 from widgets.examples_view import ExamplesView
 from widgets.import_wizard import ImportRequest, ImportWizard
+from widgets.importance_panel import ImportancePanel
 from widgets.jobs_panel import JobsPanel
 from widgets.models.datasets_model import DatasetsTableModel
 from widgets.stats_panel import StatsPanel
@@ -60,8 +62,12 @@ class MainWindow(QMainWindow):
         self.tabs = QTabWidget()
         self.tabs.addTab(self.examples, "Examples")
         self.tabs.addTab(self.stats_panel, "Bias statistics")
+        self.importance_panel = ImportancePanel(self)
+        self.tabs.addTab(self.importance_panel, "Word importance")
         self.setCentralWidget(self.tabs)
         self.stats = StatsController(self, self.stats_panel)
+        self.importance = ImportanceController(self, self.importance_panel)
+        self.tabs.currentChanged.connect(self._tab_changed)
         self.detail = DetailPane(self)
         self.jobs_panel = JobsPanel(self.jobs.model, cancel=self.jobs.cancel, parent=self)
         self.datasets_model = DatasetsTableModel(self)
@@ -202,6 +208,7 @@ class MainWindow(QMainWindow):
         if dataset is not None and self.examples.model.rowCount():
             self.examples.table.selectRow(0)
         self.stats.dataset_changed(dataset)
+        self.importance.dataset_changed(dataset)
         self._update_actions()
 
     def show_examples_tab(self) -> None:
@@ -212,6 +219,14 @@ class MainWindow(QMainWindow):
 
     def _example_selected(self, row: dict | None) -> None:
         self.detail.show_example(row, self.current_dataset.labels if self.current_dataset else [])
+        self.importance.example_selected(row)
+
+    def _tab_changed(self, index: int) -> None:
+        if self.tabs.widget(index) is self.importance_panel:
+            self.importance.refresh_example()
+
+    def show_importance_tab(self) -> None:
+        self.tabs.setCurrentWidget(self.importance_panel)
 
     # ------------------------------------------------------------------ import / export
     def import_dialog(self, path: str | Path | None = None) -> ImportWizard | None:

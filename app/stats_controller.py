@@ -20,12 +20,17 @@ if TYPE_CHECKING:
 def _analyse_pair(project, dataset_id, compare_id, config, *, progress, cancel):
     """Statistics of a dataset and, optionally, of a second one to compare with."""
     from engine.progress import scaled
+    from engine.stats.analysis import hypothesis_only_categorical
 
-    main = analyse_dataset(project, dataset_id, config, progress=scaled(progress, 0, 0.5 if compare_id else 1),
-                           cancel=cancel)
-    other = None
-    if compare_id is not None:
-        other = analyse_dataset(project, compare_id, config, progress=scaled(progress, 0.5, 1), cancel=cancel)
+    def one(ds_id, lo, hi):
+        # A hypothesis-only member trained on this data adds the hyp_only_pred feature.
+        extra = hypothesis_only_categorical(project, ds_id, progress=scaled(progress, lo, lo + (hi - lo) / 2),
+                                            cancel=cancel)
+        return analyse_dataset(project, ds_id, config, categorical=extra, progress=scaled(progress, lo, hi),
+                               cancel=cancel)
+
+    main = one(dataset_id, 0, 0.5 if compare_id else 1)
+    other = one(compare_id, 0.5, 1) if compare_id is not None else None
     return main, other
 
 

@@ -46,13 +46,16 @@ def _add_stats(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--alpha", type=float, default=0.01)
     p.add_argument("--p0", type=float, help="null share (default 1/|labels|)")
     p.add_argument("--top", type=int, default=10, help="biased features per label printed (default 10)")
+    p.add_argument("--hyp-only", default="auto", metavar="MEMBER",
+                   help="hypothesis-only member whose prediction becomes the hyp_only_pred feature: auto (the one "
+                   "trained on this dataset, if any; default), none, or a member name")
     _add_feature_args(p)
     p.set_defaults(run=_run_stats)
 
 
 def _run_stats(args: argparse.Namespace, progress: StderrProgress, cancel: CancelToken) -> int:
     from engine.stats import StatsConfig, ZStatsConfig
-    from engine.stats.analysis import analyse_dataset
+    from engine.stats.analysis import analyse_dataset, hypothesis_only_categorical
     from engine.store import Project
 
     config = StatsConfig(
@@ -61,7 +64,8 @@ def _run_stats(args: argparse.Namespace, progress: StderrProgress, cancel: Cance
     )
     with Project.open(args.project) as project:
         dataset = project.dataset(args.dataset)
-        stats = analyse_dataset(project, dataset.id, config, progress=progress, cancel=cancel)
+        categorical = hypothesis_only_categorical(project, dataset.id, args.hyp_only, progress=progress, cancel=cancel)
+        stats = analyse_dataset(project, dataset.id, config, categorical=categorical, progress=progress, cancel=cancel)
     if args.out:
         stats.result.to_csv(args.out)
     print(json.dumps({"dataset": dataset.name, "out": str(args.out) if args.out else None, **stats.summary(args.top)},

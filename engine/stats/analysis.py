@@ -123,3 +123,32 @@ def analyse_dataset(
 
     run_id = project.writer.run(write)
     return DatasetStats(data.dataset, result, features, data.example_ids, config, run_id)
+
+
+def hypothesis_only_categorical(
+    project: Project,
+    dataset_id: int,
+    member: str = "auto",
+    *,
+    progress: ProgressFn | None = None,
+    cancel: CancelToken | None = None,
+) -> Categorical | None:
+    """The ``hyp_only_pred`` feature column from a hypothesis-only member, or ``None``.
+
+    Parameters
+    ----------
+    member
+        ``"auto"``: the newest hypothesis-only member trained on this dataset (or its parent),
+        ``None`` if there is none; ``"none"``: no feature; otherwise a member name.
+    """
+    if member == "none":
+        return None
+    from engine.models.predict import hypothesis_only_feature, hypothesis_only_members
+
+    if member == "auto":
+        found = hypothesis_only_members(project, dataset_id)
+        if not found:
+            return None
+        member = found[-1]
+    return {"hyp_only_pred": hypothesis_only_feature(project, member, dataset_id, progress=progress or no_progress,
+                                                     cancel=cancel)}

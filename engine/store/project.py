@@ -407,11 +407,24 @@ class Project:
                     "Delete those first.",
                 )
             conn.execute("DELETE FROM dataset_members WHERE dataset_id = ?", (dataset_id,))
+            # Example rows that no other version holds go, with every result computed on them.
+            conn.execute("DROP TABLE IF EXISTS temp.doomed")
             conn.execute(
-                "DELETE FROM examples WHERE dataset_id = ? AND id NOT IN "
+                "CREATE TEMP TABLE doomed AS SELECT id FROM examples WHERE dataset_id = ? AND id NOT IN "
                 "(SELECT example_id FROM dataset_members)",
                 (dataset_id,),
             )
+            doomed = "(SELECT id FROM temp.doomed)"
+            conn.execute(f"DELETE FROM decisions WHERE candidate_id IN (SELECT id FROM candidates WHERE example_id IN {doomed})")
+            for table in ("candidates", "triples", "attributions", "word_votes"):
+                conn.execute(f"DELETE FROM {table} WHERE example_id IN {doomed}")
+            conn.execute(f"UPDATE examples SET parent_id = NULL WHERE parent_id IN {doomed}")
+            conn.execute(f"DELETE FROM examples WHERE id IN {doomed}")
+            conn.execute("DROP TABLE temp.doomed")
+            # Vote sets summarise this version only; runs and models stay as provenance.
+            conn.execute("DELETE FROM word_votes WHERE vote_set_id IN (SELECT id FROM vote_sets WHERE dataset_id = ?)", (dataset_id,))
+            conn.execute("DELETE FROM vote_sets WHERE dataset_id = ?", (dataset_id,))
+            conn.execute("UPDATE runs SET dataset_id = NULL WHERE dataset_id = ?", (dataset_id,))
             conn.execute("DELETE FROM datasets WHERE id = ?", (dataset_id,))
 
         self.writer.run(write)

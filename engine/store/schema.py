@@ -144,6 +144,31 @@ MIGRATIONS: list[str] = [
         created_at TEXT NOT NULL
     );
     """,
+    # 2: the ensemble vote on principal / spurious words (engine.attribution.vote_store).
+    """
+    CREATE TABLE vote_sets (
+        id INTEGER PRIMARY KEY,
+        vote_key TEXT NOT NULL UNIQUE,    -- hash of members, methods + settings keys, vote settings, user words
+        dataset_id INTEGER REFERENCES datasets(id),
+        run_id INTEGER REFERENCES runs(id),
+        params TEXT NOT NULL DEFAULT '{}', -- JSON: model_ids, model names, methods, settings keys, vote settings, word lists
+        created_at TEXT NOT NULL
+    );
+
+    CREATE TABLE word_votes (
+        vote_set_id INTEGER NOT NULL REFERENCES vote_sets(id) ON DELETE CASCADE,
+        example_id INTEGER NOT NULL REFERENCES examples(id),
+        field TEXT NOT NULL DEFAULT 'text',
+        principal TEXT NOT NULL,          -- JSON list of normalised words (W_p)
+        spurious TEXT NOT NULL,           -- JSON list (W_s), user-list words included
+        votes TEXT NOT NULL,              -- JSON {word: members voting for it}
+        member_words TEXT NOT NULL,       -- JSON {model name: [its voted words]}
+        user_words TEXT NOT NULL DEFAULT '[]',
+        created_at TEXT NOT NULL,
+        PRIMARY KEY (vote_set_id, example_id, field)
+    ) WITHOUT ROWID;
+    CREATE INDEX word_votes_example ON word_votes(example_id);
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -115,3 +115,34 @@ def test_example_query_search_and_sort(project, tmp_path):
     assert len(project.example_ids(ExampleQuery(ds.id, search="A_"))) == 1  # literal underscore, any case
     desc = project.example_ids(ExampleQuery(ds.id, order_by="position", descending=True))
     assert [e["text"] for e in project.examples(desc)][0] == "middle"
+
+
+def test_delete_dataset_with_results_attached(project, tmp_path):
+    """Attributions, votes, triples and candidates on a dataset do not block deleting it."""
+    src = tmp_path / "d.csv"
+    src.write_text("text,label\n" + "".join(f"t{i},{'ab'[i % 2]}\n" for i in range(4)))
+    ds = import_file(project, src).dataset
+    ex = int(project.example_ids(ExampleQuery(ds.id))[0])
+    now = "2026-01-01T00:00:00"
+
+    def add_results(conn):
+        run = conn.execute("INSERT INTO runs (kind, dataset_id, started_at) VALUES ('train', ?, ?)", (ds.id, now)).lastrowid
+        model = conn.execute("INSERT INTO models (run_id, name, backbone, created_at) VALUES (?, 'm', 'b', ?)", (run, now)).lastrowid
+        conn.execute("INSERT INTO attributions (model_id, method, settings_key, example_id, words, scores, created_at) "
+                     "VALUES (?, 'ig', 'k', ?, '[]', '[]', ?)", (model, ex, now))
+        vs = conn.execute("INSERT INTO vote_sets (vote_key, dataset_id, run_id, created_at) VALUES ('v', ?, ?, ?)",
+                          (ds.id, run, now)).lastrowid
+        conn.execute("INSERT INTO word_votes (vote_set_id, example_id, principal, spurious, votes, member_words, created_at) "
+                     "VALUES (?, ?, '[]', '[]', '{}', '{}', ?)", (vs, ex, now))
+        conn.execute("INSERT INTO triples (run_id, example_id, field, sentence_index, ord, subject, predicate, object, created_at) "
+                     "VALUES (?, ?, 'text', 0, 0, 's', 'p', 'o', ?)", (run, ex, now))
+        cand = conn.execute("INSERT INTO candidates (run_id, example_id, method, target_label, text, created_at) "
+                            "VALUES (?, ?, 'coba', 'b', 'x', ?)", (run, ex, now)).lastrowid
+        conn.execute("INSERT INTO decisions (candidate_id, decision, decided_at) VALUES (?, 'accept', ?)", (cand, now))
+
+    project.writer.run(add_results)
+    project.delete_dataset(ds.id)
+    counts = project.counts()
+    assert counts["examples"] == counts["attributions"] == counts["triples"] == counts["candidates"] == 0
+    assert counts["models"] == 1 and counts["runs"] >= 1  # provenance stays
+    assert project.db.execute("SELECT COUNT(*) FROM word_votes").fetchone()[0] == 0

@@ -1,0 +1,249 @@
+"""CLI steps for the classifier ensemble: ``train``, ``attribute``, ``vote`` and ``models``.
+
+Registered into :mod:`engine.cli`. Every step calls the same engine functions as the GUI and
+resumes where it stopped: trained members are reused (``--overwrite`` retrains), attributions
+and votes are cached in the project.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from engine.cli import StderrProgress, command
+from engine.errors import EXIT_OK, CounterbiasError
+from engine.progress import CancelToken
+
+
+class CliUsageError(CounterbiasError):
+    """A combination of command-line options that cannot work."""
+
+    code = "CB090"
+
+
+def _csv(value: str) -> list[str]:
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+def _method_settings(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    """``--methods ig,lime`` plus per-method options into ``{method: settings}``."""
+    from engine.attribution import available_methods
+
+    methods = _csv(args.methods)
+    unknown = [m for m in methods if m not in available_methods()]
+    if unknown or not methods:
+        raise CliUsageError(f"Unknown attribution methods {unknown or methods}.",
+                            f"Use some of: {', '.join(available_methods())}.")
+    options = {"ig": {"n_steps": args.ig_steps}, "lime": {"num_samples": args.lime_samples},
+               "shapley": {"num_samples": args.shapley_samples}}
+    return {m: {k: v for k, v in options.get(m, {}).items() if v is not None} or None for m in methods}
+
+
+def _members(project, dataset, names: str | None) -> list[str]:
+    """Named members, or every member trained on this dataset version (or its parent)."""
+    from engine.models import list_models
+
+    if names:
+        return _csv(names)
+    ids = {dataset.id, dataset.parent_id}
+    found = [m.name for m in list_models(project) if m.dataset_id in ids and m.params.get("spec", {}).get("inputs", "auto") == "auto"]
+    if not found:
+        raise CliUsageError(f"No trained members for dataset {dataset.name!r}.",
+                            f"Run: counterbias train {project.path} {dataset.name}")
+    return found
+
+
+def _add_attribution_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--members", help="comma-separated member names (default: every member trained on the dataset)")
+    p.add_argument("--methods", default="ig", help="comma-separated: ig, lime, shapley (default: ig)")
+    p.add_argument("--ig-steps", type=int, help="Integrated Gradients steps (default 50)")
+    p.add_argument("--lime-samples", type=int, help="LIME perturbation samples")
+    p.add_argument("--shapley-samples", type=int, help="Shapley value sampling permutations")
+    p.add_argument("--target", default="predicted", help="class explained: predicted (default), label, or a label name")
+    p.add_argument("--split", action="append", help="only this split (repeatable)")
+    p.add_argument("--limit", type=int, help="only the first N examples (in dataset order)")
+
+
+def _example_ids(project, dataset, args: argparse.Namespace) -> list[int] | None:
+    from engine.store import ExampleQuery
+
+    if args.limit is None:
+        return None
+    ids = project.example_ids(ExampleQuery(dataset.id, splits=tuple(args.split) if args.split else None))
+    return [int(i) for i in ids[: args.limit]]
+
+
+# --------------------------------------------------------------------------- train
+@command("train")
+def _add_train(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "train",
+        help="fine-tune the classifier ensemble (resumes; trained members are reused)",
+        description="Train one member per backbone on the dataset's train split; model selection on its dev "
+        "split or a held-out fraction. Weights are saved as safetensors in the project folder.",
+    )
+    p.add_argument("project", type=Path)
+    p.add_argument("dataset", help="dataset id or name")
+    p.add_argument("--backbones", default="minilm-l6,minilm-l3,mpnet-base",
+                   help="comma-separated backbone names (see 'counterbias models --backbones')")
+    p.add_argument("--local-model", action="append", default=[], metavar="DIR",
+                   help="add a local Hugging Face model folder as a member (repeatable)")
+    p.add_argument("--preset", default="fast-cpu", help="fast-cpu (default) or paper")
+    p.add_argument("--prefix", help="member name prefix (default: '<dataset>:')")
+    p.add_argument("--epochs", type=int)
+    p.add_argument("--max-length", type=int)
+    p.add_argument("--batch-size", type=int)
+    p.add_argument("--max-train-rows", type=int, help="subsample the train split (for a quick look)")
+    p.add_argument("--device", default="auto", help="auto (cuda, mps, cpu), cuda, cpu, ...")
+    p.add_argument("--hypothesis-only", action="store_true",
+                   help="also train a hypothesis-only member (NLI): its predictions become a statistics feature")
+    p.add_argument("--overwrite", action="store_true", help="retrain members that already exist")
+    p.set_defaults(run=_run_train)
+
+
+def _run_train(args: argparse.Namespace, progress: StderrProgress, cancel: CancelToken) -> int:
+    from engine.models import (
+        EnsembleConfig,
+        MemberSpec,
+        default_ensemble,
+        hypothesis_only_member,
+        train_ensemble,
+        train_member,
+        train_preset,
+    )
+    from engine.progress import scaled
+    from engine.store import Project
+
+    overrides = {k: v for k, v in {"epochs": args.epochs, "max_length": args.max_length, "batch_size": args.batch_size,
+                                   "max_train_rows": args.max_train_rows, "device": args.device}.items() if v is not None}
+    with Project.open(args.project) as project:
+        dataset = project.dataset(args.dataset)
+        prefix = args.prefix if args.prefix is not None else f"{dataset.name}:"
+        config = default_ensemble(prefix, backbones=_csv(args.backbones), preset=args.preset, **overrides)
+        members = list(config.members)
+        for folder in args.local_model:
+            name = f"{prefix}{Path(folder).name}"
+            members.append(MemberSpec(name, "local-dir", {"path": str(Path(folder).resolve())},
+                                      train_preset(args.preset, **overrides)))
+        if args.hypothesis_only and dataset.task != "pair":
+            raise CliUsageError(f"Dataset {dataset.name!r} is not a premise/hypothesis dataset.",
+                                "Leave out --hypothesis-only for single-text data.")
+        share = 0.85 if args.hypothesis_only else 1.0
+        result = train_ensemble(project, dataset.id, EnsembleConfig(tuple(members)), overwrite=args.overwrite,
+                                progress=scaled(progress, 0, share), cancel=cancel)
+        trained = list(result.members)
+        if args.hypothesis_only:
+            # Not a voter: its predictions become the hyp_only_pred statistics feature.
+            spec = hypothesis_only_member(f"{prefix}hypothesis-only", _csv(args.backbones)[0], preset=args.preset,
+                                          **overrides)
+            trained.append(train_member(project, dataset.id, spec, overwrite=args.overwrite,
+                                        progress=scaled(progress, share, 1), cancel=cancel))
+    print(json.dumps({
+        "dataset": dataset.name,
+        "threshold": result.threshold,
+        "members": [{"name": m.model.name, "backbone": m.model.backbone, "dev_accuracy": round(m.dev_accuracy, 4),
+                     "reused": m.skipped, "seconds": round(m.seconds, 1)} for m in trained],
+    }, indent=2))
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------- attribute
+@command("attribute")
+def _add_attribute(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "attribute",
+        help="word importance (IG, LIME, Shapley) per member, cached in the project",
+        description="Scores every word of the canonical segmentation for the explained class. "
+        "Cached per (member, method, settings, example): a rerun computes only what is missing.",
+    )
+    p.add_argument("project", type=Path)
+    p.add_argument("dataset", help="dataset id or name")
+    _add_attribution_args(p)
+    p.set_defaults(run=_run_attribute)
+
+
+def _run_attribute(args: argparse.Namespace, progress: StderrProgress, cancel: CancelToken) -> int:
+    from engine.attribution import attribute_ensemble
+    from engine.store import Project
+
+    with Project.open(args.project) as project:
+        dataset = project.dataset(args.dataset)
+        runs = attribute_ensemble(project, _members(project, dataset, args.members), dataset.id,
+                                  methods=_method_settings(args), target=args.target,
+                                  example_ids=_example_ids(project, dataset, args), splits=args.split,
+                                  progress=progress, cancel=cancel)
+    print(json.dumps([{"member": r.model_name, "method": r.method, "requested": r.requested, "computed": r.computed,
+                       "cached": r.cached, "seconds": round(r.seconds, 1)} for r in runs], indent=2))
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------- vote
+@command("vote")
+def _add_vote(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "vote",
+        help="majority vote into principal and spurious words (attributes what is missing)",
+        description="Top-K words per member and method; a member votes for a word its methods agree on "
+        "(--combine); a word with at least (|M|+1)/2 votes is principal, other voted words are spurious. "
+        "Words of the chosen lists join the spurious words.",
+    )
+    p.add_argument("project", type=Path)
+    p.add_argument("dataset", help="dataset id or name")
+    _add_attribution_args(p)
+    p.add_argument("-k", type=int, default=5, help="top-K words per member and method (default 5)")
+    p.add_argument("--combine", default="majority", help="how a member's methods combine: any, majority, all")
+    p.add_argument("--wordlist", action="append", default=[], help="bundled list joining W_s, e.g. gender (repeatable)")
+    p.add_argument("--words", type=Path, help="a file of your own words (one per line) joining W_s")
+    p.add_argument("--top", type=int, default=20, help="rows of the dataset-level tables (default 20)")
+    p.add_argument("--out", type=Path, help="JSONL of per-example principal and spurious words")
+    p.set_defaults(run=_run_vote)
+
+
+def _run_vote(args: argparse.Namespace, progress: StderrProgress, cancel: CancelToken) -> int:
+    from engine.attribution import VoteSettings, find_principal_words, load_votes, read_wordlist
+    from engine.store import Project
+
+    user_words = read_wordlist(args.words) if args.words else ()
+    with Project.open(args.project) as project:
+        dataset = project.dataset(args.dataset)
+        run = find_principal_words(
+            project, dataset.id, _members(project, dataset, args.members), methods=_method_settings(args),
+            vote=VoteSettings(k=args.k, combine=args.combine), wordlists=args.wordlist, user_words=user_words,
+            target=args.target, example_ids=_example_ids(project, dataset, args), splits=args.split, top=args.top,
+            progress=progress, cancel=cancel,
+        )
+        if args.out:
+            with open(args.out, "w", encoding="utf-8") as fh:
+                for (example_id, field), vote in sorted(load_votes(project, run.vote_set_id).items()):
+                    fh.write(json.dumps({"example_id": example_id, "field": field, "principal": list(vote.principal),
+                                         "spurious": list(vote.spurious), "votes": vote.votes},
+                                        ensure_ascii=False) + "\n")
+    print(json.dumps({"dataset": dataset.name, "vote_set": run.vote_set_id, "reused": run.reused,
+                      **run.summary.to_dict()}, indent=2, ensure_ascii=False))
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------- models
+@command("models")
+def _add_models(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("models", help="list trained members (or available backbones) with their accuracy")
+    p.add_argument("project", type=Path, nargs="?")
+    p.add_argument("--backbones", action="store_true", help="list the backbone registry instead")
+    p.set_defaults(run=_run_models)
+
+
+def _run_models(args: argparse.Namespace, progress: StderrProgress, cancel: CancelToken) -> int:
+    from engine.models import available_backbones, list_models
+    from engine.store import Project
+
+    if args.backbones or args.project is None:
+        print(json.dumps(available_backbones(), indent=2))
+        return EXIT_OK
+    with Project.open(args.project) as project:
+        rows = [{"name": m.name, "backbone": m.backbone, "dataset_id": m.dataset_id,
+                 "inputs": m.params.get("spec", {}).get("inputs", "auto"),
+                 "dev_accuracy": m.metrics.get("dev_accuracy")} for m in list_models(project)]
+    print(json.dumps(rows, indent=2))
+    return EXIT_OK

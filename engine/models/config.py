@@ -1,0 +1,277 @@
+"""Training and ensemble configurations: plain, frozen, JSON round-trippable data.
+
+A configuration holds backbone *names* and parameters, never model objects, so it can be
+stored in the project (``models.params``) and compared: :meth:`MemberSpec.config_hash` is the
+identity used to skip an already-trained member and to resume an interrupted one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.models.errors import EnsembleConfigError
+
+__all__ = [
+    "CONFIG_VERSION",
+    "DEFAULT_MEMBERS",
+    "PRESETS",
+    "EnsembleConfig",
+    "MemberSpec",
+    "TrainConfig",
+    "default_ensemble",
+    "hypothesis_only_member",
+    "train_preset",
+]
+
+CONFIG_VERSION = 1
+
+#: Fields of :class:`TrainConfig` that say *where* training runs, not *what* it learns; they
+#: are left out of the config hash so a member trained on a GPU is reused on a laptop.
+RUNTIME_FIELDS = frozenset({"device", "mixed_precision"})
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """How one member is fine-tuned.
+
+    Parameters
+    ----------
+    preset
+        Name of the preset the values came from (informational).
+    max_length
+        Tokens per input (longer inputs are truncated; pairs truncate the longer text first).
+    epochs
+        Maximum epochs; the epoch with the best dev accuracy is kept.
+    batch_size, learning_rate, weight_decay, warmup_ratio
+        AdamW with linear warm-up then linear decay; gradients clipped at ``max_grad_norm``.
+    patience
+        Stop after this many epochs without a dev improvement (``None``: never stop early).
+    seed
+        Seeds initialisation, data order, dropout, sub-sampling and the dev hold-out.
+    dev_fraction
+        Share of the train split held out for model selection when the dataset has no dev
+        split.
+    max_train_rows, max_dev_rows
+        Seeded sub-sample sizes (``None``: all rows).
+    eval_batch_size
+        Batch size for dev evaluation.
+    device
+        ``"auto"`` (cuda, then mps, then cpu) or a torch device string.
+    mixed_precision
+        ``"auto"`` (bf16 on CUDA when supported else fp16; fp16 on MPS; off on CPU), ``"bf16"``,
+        ``"fp16"`` or ``"no"``. Never used on CPU.
+    """
+
+    preset: str = "fast-cpu"
+    max_length: int = 128
+    epochs: int = 2
+    batch_size: int = 16
+    learning_rate: float = 5e-5
+    weight_decay: float = 0.01
+    warmup_ratio: float = 0.1
+    max_grad_norm: float = 1.0
+    patience: int | None = None
+    seed: int = 13
+    dev_fraction: float = 0.1
+    max_train_rows: int | None = None
+    max_dev_rows: int | None = None
+    eval_batch_size: int = 64
+    device: str = "auto"
+    mixed_precision: str = "auto"
+
+    def __post_init__(self) -> None:
+        if self.max_length < 8:
+            raise EnsembleConfigError(f"max_length {self.max_length} is too short.", "Use at least 8 tokens.")
+        if self.epochs < 1 or self.batch_size < 1:
+            raise EnsembleConfigError("epochs and batch_size must be positive.", "Use e.g. the 'fast-cpu' preset.")
+        if not 0.0 < self.dev_fraction < 0.9:
+            raise EnsembleConfigError(f"dev_fraction {self.dev_fraction} is out of range.", "Use a value such as 0.1.")
+        if self.mixed_precision not in {"auto", "bf16", "fp16", "no"}:
+            raise EnsembleConfigError(
+                f"Unknown mixed_precision {self.mixed_precision!r}.", "Use auto, bf16, fp16 or no."
+            )
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> TrainConfig:
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(data) - known
+        if unknown:
+            raise EnsembleConfigError(f"Unknown training options: {sorted(unknown)}.", f"Use only: {sorted(known)}.")
+        return cls(**dict(data))
+
+    def identity(self) -> dict[str, Any]:
+        """The options that change what is learnt (everything but device and precision)."""
+        return {k: v for k, v in self.to_dict().items() if k not in RUNTIME_FIELDS}
+
+
+#: Named presets. ``fast-cpu`` trains a usable member in minutes on a laptop; ``paper`` follows
+#: the CoBA set-up (AdamW 5e-5, batch 32, 300 tokens, up to 15 epochs, best on dev).
+PRESETS: dict[str, dict[str, Any]] = {
+    "fast-cpu": {"max_length": 128, "epochs": 2, "batch_size": 16, "learning_rate": 1e-4, "patience": None},
+    "paper": {"max_length": 300, "epochs": 15, "batch_size": 32, "learning_rate": 5e-5, "patience": 3},
+}
+
+
+def train_preset(name: str = "fast-cpu", **overrides: Any) -> TrainConfig:
+    """A :class:`TrainConfig` from a preset, with ``overrides`` applied.
+
+    Raises
+    ------
+    EnsembleConfigError
+        For an unknown preset or option.
+    """
+    if name not in PRESETS:
+        raise EnsembleConfigError(f"No training preset {name!r}.", f"Use one of: {', '.join(PRESETS)}.")
+    return TrainConfig.from_dict({"preset": name, **PRESETS[name], **overrides})
+
+
+#: What a member reads: ``auto`` = the dataset's text fields (``text``, or premise + hypothesis);
+#: ``hypothesis`` = the hypothesis only (a hypothesis-only baseline for NLI artefacts).
+INPUTS = ("auto", "hypothesis")
+
+
+@dataclass(frozen=True)
+class MemberSpec:
+    """One ensemble member: a name, a backbone (by name), and how to train it.
+
+    Parameters
+    ----------
+    name
+        Unique model name in the project (``models.name``); also its folder name.
+    backbone
+        Registry name (:func:`engine.models.available_backbones`).
+    backbone_params
+        JSON parameters for the backbone (e.g. ``{"path": ...}`` for ``local-dir``).
+    train
+        Training options.
+    inputs
+        ``"auto"`` or ``"hypothesis"`` (see :data:`INPUTS`).
+    """
+
+    name: str
+    backbone: str
+    backbone_params: Mapping[str, Any] = field(default_factory=dict)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    inputs: str = "auto"
+
+    def __post_init__(self) -> None:
+        if not self.name or self.name.strip() != self.name or "/" in self.name or "\\" in self.name:
+            raise EnsembleConfigError(
+                f"Invalid member name {self.name!r}.", "Use a non-empty name without slashes or outer spaces."
+            )
+        if self.inputs not in INPUTS:
+            raise EnsembleConfigError(f"Unknown inputs {self.inputs!r}.", f"Use one of: {', '.join(INPUTS)}.")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "backbone": self.backbone,
+            "backbone_params": dict(self.backbone_params),
+            "train": self.train.to_dict(),
+            "inputs": self.inputs,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> MemberSpec:
+        return cls(
+            name=data["name"],
+            backbone=data["backbone"],
+            backbone_params=dict(data.get("backbone_params") or {}),
+            train=TrainConfig.from_dict(data.get("train") or {}),
+            inputs=data.get("inputs", "auto"),
+        )
+
+    def config_hash(self, dataset_id: int) -> str:
+        """Stable identity of (what is trained, on which dataset), 16 hex digits."""
+        payload = {
+            "v": CONFIG_VERSION,
+            "dataset_id": int(dataset_id),
+            "backbone": self.backbone,
+            "backbone_params": dict(self.backbone_params),
+            "train": self.train.identity(),
+            "inputs": self.inputs,
+        }
+        raw = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)
+        return hashlib.sha256(raw.encode("utf-8")).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class EnsembleConfig:
+    """An odd number of members whose top-K words are majority-voted.
+
+    The vote threshold is ``tau = (|M| + 1) / 2`` (CoBA): a word in the top-K of at least
+    ``tau`` members is principal.
+    """
+
+    members: tuple[MemberSpec, ...]
+    version: int = CONFIG_VERSION
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "members", tuple(self.members))
+        if not self.members:
+            raise EnsembleConfigError("An ensemble needs at least one member.", "Add members (default: 3).")
+        if len(self.members) % 2 == 0:
+            raise EnsembleConfigError(
+                f"An ensemble needs an odd number of members for a majority vote, got {len(self.members)}.",
+                "Add or remove one member.",
+            )
+        names = [m.name for m in self.members]
+        if len(set(names)) != len(names):
+            raise EnsembleConfigError(f"Member names repeat: {names}.", "Give every member its own name.")
+
+    @property
+    def threshold(self) -> int:
+        """``tau = (|M| + 1) / 2``."""
+        return (len(self.members) + 1) // 2
+
+    @property
+    def names(self) -> list[str]:
+        return [m.name for m in self.members]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"version": self.version, "members": [m.to_dict() for m in self.members]}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> EnsembleConfig:
+        return cls(members=tuple(MemberSpec.from_dict(m) for m in data["members"]), version=int(data.get("version", 1)))
+
+
+#: The default members: two real BERT-family sizes and one MPNet.
+DEFAULT_MEMBERS = ("minilm-l6", "minilm-l3", "mpnet-base")
+
+
+def default_ensemble(
+    prefix: str = "",
+    *,
+    backbones: Sequence[str] = DEFAULT_MEMBERS,
+    preset: str = "fast-cpu",
+    **train_overrides: Any,
+) -> EnsembleConfig:
+    """The default 3-member ensemble, members named ``f"{prefix}{backbone}"``.
+
+    Parameters
+    ----------
+    prefix
+        Prepended to every member name (e.g. the dataset name and a dash).
+    backbones
+        Backbone names, one member each (odd count).
+    preset, **train_overrides
+        Passed to :func:`train_preset` for every member.
+    """
+    train = train_preset(preset, **train_overrides)
+    return EnsembleConfig(tuple(MemberSpec(f"{prefix}{b}", b, {}, train) for b in backbones))
+
+
+def hypothesis_only_member(
+    name: str = "hypothesis-only", backbone: str = "minilm-l6", *, preset: str = "fast-cpu", **train_overrides: Any
+) -> MemberSpec:
+    """A member trained on the hypothesis field only (NLI annotation-artefact baseline)."""
+    return MemberSpec(name, backbone, {}, train_preset(preset, **train_overrides), inputs="hypothesis")

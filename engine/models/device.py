@@ -1,0 +1,62 @@
+"""Device choice and mixed precision (autocast only on a GPU)."""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Precision", "autocast", "resolve_device", "resolve_precision"]
+
+
+def resolve_device(name: str = "auto") -> Any:
+    """``torch.device`` for ``name``; ``"auto"`` picks cuda, then mps, then cpu."""
+    import torch
+
+    if name != "auto":
+        return torch.device(name)
+    if torch.cuda.is_available():
+        return torch.device("cuda")
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        return torch.device("mps")
+    return torch.device("cpu")
+
+
+@dataclass(frozen=True)
+class Precision:
+    """Resolved mixed-precision mode: ``dtype`` is ``None`` when autocast is off."""
+
+    dtype: Any = None
+    use_scaler: bool = False
+
+    @property
+    def label(self) -> str:
+        return "fp32" if self.dtype is None else str(self.dtype).removeprefix("torch.")
+
+
+def resolve_precision(device: Any, mode: str = "auto") -> Precision:
+    """Autocast dtype for ``device``: bf16 (CUDA, if supported) or fp16; never on CPU.
+
+    fp16 on CUDA uses a gradient scaler; bf16 does not need one.
+    """
+    import torch
+
+    if device.type == "cpu" or mode == "no":
+        return Precision()
+    if device.type == "cuda":
+        if mode == "bf16" or (mode == "auto" and torch.cuda.is_bf16_supported()):
+            return Precision(torch.bfloat16)
+        return Precision(torch.float16, use_scaler=True)
+    if device.type == "mps":
+        return Precision(torch.bfloat16 if mode == "bf16" else torch.float16)
+    return Precision()
+
+
+def autocast(device: Any, precision: Precision) -> contextlib.AbstractContextManager:
+    """``torch.autocast`` for a GPU precision, else a no-op context."""
+    import torch
+
+    if precision.dtype is None:
+        return contextlib.nullcontext()
+    return torch.autocast(device_type=device.type, dtype=precision.dtype)

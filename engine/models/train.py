@@ -1,0 +1,440 @@
+"""Fine-tune ensemble members on a project's dataset, resumably.
+
+:func:`train_member` fine-tunes one ``AutoModelForSequenceClassification`` on the train split,
+evaluates dev accuracy after every epoch, keeps the best epoch (model selection) and writes
+the result as safetensors into ``project.models_dir / <name>`` and a ``models`` row (through
+the project's writer). :func:`train_ensemble` does that for every member.
+
+Resume rules
+------------
+* A member whose ``models`` row exists with the same config hash (and whose weights are on
+  disk) is **skipped**: nothing is loaded or trained.
+* A member interrupted (cancel, crash) restarts from its **last finished epoch**: after each
+  epoch the weights, optimizer moments and a JSON state are written to ``<folder>/checkpoint``;
+  data order and dropout are seeded per epoch, so the resumed run matches an uninterrupted one.
+* A row with the same name but another configuration raises
+  :class:`~engine.models.errors.ModelConfigMismatchError` unless ``overwrite=True``.
+
+Cancellation is checked at every batch boundary and raises :class:`engine.errors.Cancelled`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import shutil
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from engine.errors import Cancelled
+from engine.models.checkpoint import TrainState, load_optimizer, load_weights, save_optimizer, save_weights
+from engine.models.config import EnsembleConfig, MemberSpec
+from engine.models.data import Example, TrainingData, training_data
+from engine.models.errors import ModelConfigMismatchError, require
+from engine.models.store import (
+    ModelInfo,
+    delete_model_rows,
+    find_model,
+    finish_run,
+    get_model,
+    insert_model,
+    start_run,
+)
+from engine.progress import CancelToken, ProgressFn, ensure_token, no_progress, scaled
+from engine.store import Project
+
+__all__ = ["EnsembleResult", "MemberResult", "member_folder", "train_ensemble", "train_member"]
+
+CHECKPOINT = "checkpoint"
+BEST = "best.safetensors"
+
+
+@dataclass(frozen=True)
+class MemberResult:
+    """What training one member produced.
+
+    Attributes
+    ----------
+    model
+        The stored model (row + folder).
+    skipped
+        True when an identical member was already trained (nothing was computed).
+    resumed_from_epoch
+        Epochs restored from a checkpoint (0 for a fresh start).
+    dev_accuracy
+        Accuracy of the kept (best) epoch on the dev rows.
+    history
+        Per-epoch ``{"epoch", "train_loss", "dev_accuracy", "seconds"}``.
+    seconds
+        Wall time of this call.
+    """
+
+    model: ModelInfo
+    skipped: bool
+    resumed_from_epoch: int
+    dev_accuracy: float
+    history: list[dict[str, Any]] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class EnsembleResult:
+    """The members of a trained ensemble and its vote threshold."""
+
+    members: tuple[MemberResult, ...]
+    threshold: int
+    run_id: int | None = None
+
+    @property
+    def names(self) -> list[str]:
+        return [m.model.name for m in self.members]
+
+
+def member_folder(project: Project, name: str) -> Path:
+    """``project.models_dir / <name made safe for a folder name>``."""
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "model"
+    return project.models_dir / slug
+
+
+def train_ensemble(
+    project: Project,
+    dataset_id: int,
+    config: EnsembleConfig,
+    *,
+    overwrite: bool = False,
+    progress: ProgressFn = no_progress,
+    cancel: CancelToken | None = None,
+) -> EnsembleResult:
+    """Train (or reuse) every member of ``config`` on a dataset version.
+
+    Parameters
+    ----------
+    project
+        The open project.
+    dataset_id
+        The dataset version to train on.
+    config
+        The ensemble (odd number of members).
+    overwrite
+        Retrain members whose stored configuration differs instead of raising.
+    progress, cancel
+        Progress callback (each member gets an equal slice) and cancel token.
+
+    Returns
+    -------
+    EnsembleResult
+    """
+    cancel = ensure_token(cancel)
+    run_id = start_run(project, "train", dataset_id, {"ensemble": config.to_dict()})
+    results: list[MemberResult] = []
+    n = len(config.members)
+    try:
+        for i, spec in enumerate(config.members):
+            sub = scaled(progress, i / n, (i + 1) / n)
+            results.append(
+                train_member(project, dataset_id, spec, overwrite=overwrite, progress=sub, cancel=cancel, run_id=run_id)
+            )
+    except Cancelled:
+        finish_run(project, run_id, "cancelled", message="cancelled by the user")
+        raise
+    except BaseException as exc:
+        finish_run(project, run_id, "failed", message=str(exc))
+        raise
+    summary = {r.model.name: {"dev_accuracy": r.dev_accuracy, "skipped": r.skipped} for r in results}
+    finish_run(project, run_id, "done", result=summary)
+    progress(1.0, "Ensemble trained")
+    return EnsembleResult(tuple(results), config.threshold, run_id)
+
+
+def train_member(
+    project: Project,
+    dataset_id: int,
+    spec: MemberSpec,
+    *,
+    overwrite: bool = False,
+    progress: ProgressFn = no_progress,
+    cancel: CancelToken | None = None,
+    run_id: int | None = None,
+) -> MemberResult:
+    """Fine-tune one member (or reuse / resume it); see the module notes.
+
+    Raises
+    ------
+    ModelConfigMismatchError
+        A model of that name exists with another configuration and ``overwrite`` is false.
+    engine.models.errors.TrainingDataError
+        No usable train rows.
+    engine.errors.Cancelled
+        When ``cancel`` is set; the last finished epoch stays on disk for a resume.
+    """
+    started = time.perf_counter()
+    cancel = ensure_token(cancel)
+    config_hash = spec.config_hash(dataset_id)
+    folder = member_folder(project, spec.name)
+    existing = find_model(project, spec.name)
+    if existing is not None:
+        same = existing.config_hash == config_hash
+        if same and (existing.folder / "model.safetensors").is_file():
+            progress(1.0, f"{spec.name}: already trained, skipped")
+            return MemberResult(existing, True, 0, float(existing.metrics.get("dev_accuracy", float("nan"))))
+        if not same and not overwrite:
+            raise ModelConfigMismatchError(
+                f"A model called {spec.name!r} already exists with another configuration.",
+                "Choose another member name, or retrain with overwrite=True (its attributions are deleted).",
+            )
+        project.writer.run(delete_model_rows, existing.id)
+        shutil.rmtree(existing.folder, ignore_errors=True)
+
+    require("torch")
+    require("transformers")
+    data = training_data(project, dataset_id, spec)
+    trainer = _Trainer(spec, data, folder, config_hash, progress, cancel)
+    trainer.run()
+
+    dataset = project.dataset(dataset_id)
+    params = {
+        "spec": spec.to_dict(),
+        "config_hash": config_hash,
+        "dataset_id": dataset_id,
+        "labels": list(data.labels),
+        "fields": list(data.fields),
+        "task": dataset.task,
+    }
+    state = trainer.state
+    metrics = {
+        "dev_accuracy": state.best_accuracy,
+        "best_epoch": state.best_epoch,
+        "epochs_run": state.epochs_done,
+        "train_rows": len(data.train),
+        "dev_rows": len(data.dev),
+        "dev_source": data.dev_source,
+        "device": str(trainer.device),
+        "precision": trainer.precision.label,
+        "history": state.history,
+    }
+    rel = folder.relative_to(project.files_dir).as_posix()
+    model_id = project.writer.run(
+        lambda conn: insert_model(
+            conn, name=spec.name, backbone=spec.backbone, path=rel, params=params, metrics=metrics, run_id=run_id
+        )
+    )
+    info = get_model(project, model_id)
+    progress(1.0, f"{spec.name}: dev accuracy {state.best_accuracy:.3f}")
+    return MemberResult(
+        info, False, trainer.resumed_from, state.best_accuracy, list(state.history), time.perf_counter() - started
+    )
+
+
+# --------------------------------------------------------------------------- the loop
+
+
+class _Trainer:
+    """One member's fine-tuning loop (torch imported lazily by the caller's first use)."""
+
+    def __init__(
+        self,
+        spec: MemberSpec,
+        data: TrainingData,
+        folder: Path,
+        config_hash: str,
+        progress: ProgressFn,
+        cancel: CancelToken,
+    ) -> None:
+        from engine.models.device import resolve_device, resolve_precision
+        from engine.models.registry import get_backbone
+
+        self.spec = spec
+        self.cfg = spec.train
+        self.data = data
+        self.folder = folder
+        self.ckpt = folder / CHECKPOINT
+        self.config_hash = config_hash
+        self.progress = progress
+        self.cancel = cancel
+        self.backbone = get_backbone(spec.backbone, **spec.backbone_params)
+        self.device = resolve_device(self.cfg.device)
+        self.precision = resolve_precision(self.device, self.cfg.mixed_precision)
+        self.state = TrainState(config_hash)
+        self.resumed_from = 0
+
+    # ------------------------------------------------------------------ setup
+    def _batches(self, rows: Sequence[Example], order: np.ndarray, size: int) -> list[list[Example]]:
+        return [[rows[i] for i in order[s : s + size]] for s in range(0, len(order), size)]
+
+    def _encode(self, rows: Sequence[Example]) -> Any:
+        import torch
+
+        from engine.models.encoding import encode_texts, model_inputs
+
+        batch = encode_texts(self.tokenizer, [r.texts for r in rows], self.cfg.max_length)
+        inputs = {k: v.to(self.device) for k, v in model_inputs(self.model, batch).items()}
+        labels = torch.tensor([r.label for r in rows], device=self.device)
+        return inputs, labels
+
+    def _setup(self) -> None:
+        import torch
+
+        self.progress(0.0, f"{self.spec.name}: loading {self.spec.backbone}")
+        self.tokenizer = self.backbone.load_tokenizer()
+        id2label = dict(enumerate(self.data.labels))
+        self.model = self.backbone.build_model(len(self.data.labels), id2label, seed=self.cfg.seed)
+        self.model.to(self.device)
+        no_decay = ("bias", "LayerNorm.weight", "layer_norm.weight", "LayerNorm.bias")
+        params = list(self.model.named_parameters())
+        groups = [
+            {"params": [p for n, p in params if not any(k in n for k in no_decay)], "weight_decay": self.cfg.weight_decay},
+            {"params": [p for n, p in params if any(k in n for k in no_decay)], "weight_decay": 0.0},
+        ]
+        self.optimizer = torch.optim.AdamW(groups, lr=self.cfg.learning_rate)
+        self.steps_per_epoch = math.ceil(len(self.data.train) / self.cfg.batch_size)
+        self.total_steps = self.steps_per_epoch * self.cfg.epochs
+        warmup = int(self.total_steps * self.cfg.warmup_ratio)
+
+        def schedule(step: int) -> float:
+            if step < warmup:
+                return (step + 1) / max(1, warmup)
+            return max(0.0, (self.total_steps - step) / max(1, self.total_steps - warmup))
+
+        self.schedule = schedule
+        self.scaler = torch.amp.GradScaler(self.device.type) if self.precision.use_scaler else None
+
+    def _restore(self) -> None:
+        """Resume from the last epoch checkpoint of the same configuration, else start clean."""
+        state = TrainState.read(self.ckpt)
+        weights, optim = self.ckpt / "model.safetensors", self.ckpt / "optimizer.safetensors"
+        if state is not None and state.config_hash == self.config_hash and weights.is_file() and optim.is_file():
+            load_weights(self.model, weights)
+            load_optimizer(self.optimizer, optim)
+            self.state = state
+            self.resumed_from = state.epochs_done
+            return
+        if self.folder.exists():
+            shutil.rmtree(self.folder)
+        self.folder.mkdir(parents=True)
+
+    # ------------------------------------------------------------------ run
+    def run(self) -> None:
+        import torch
+
+        from engine.models.device import autocast
+
+        self._setup()
+        self._restore()
+        cfg = self.cfg
+        name = self.spec.name
+        started = time.perf_counter()
+        steps_this_call = 0
+        stale = 0
+        for epoch in range(self.state.epochs_done, cfg.epochs):
+            epoch_started = time.perf_counter()
+            torch.manual_seed(cfg.seed + 1000 * (epoch + 1))
+            order = np.random.default_rng(cfg.seed + epoch).permutation(len(self.data.train))
+            self.model.train()
+            losses = []
+            for b, rows in enumerate(self._batches(self.data.train, order, cfg.batch_size)):
+                self.cancel.raise_if_cancelled()
+                inputs, labels = self._encode(rows)
+                for group in self.optimizer.param_groups:
+                    group["lr"] = cfg.learning_rate * self.schedule(self.state.step)
+                with autocast(self.device, self.precision):
+                    logits = self.model(**inputs).logits
+                loss = torch.nn.functional.cross_entropy(logits.float(), labels)
+                self.optimizer.zero_grad(set_to_none=True)
+                if self.scaler is not None:
+                    self.scaler.scale(loss).backward()
+                    self.scaler.unscale_(self.optimizer)
+                    torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.max_grad_norm)
+                    self.scaler.step(self.optimizer)
+                    self.scaler.update()
+                else:
+                    loss.backward()
+                    torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.max_grad_norm)
+                    self.optimizer.step()
+                self.state.step += 1
+                steps_this_call += 1
+                losses.append(float(loss.detach()))
+                done = epoch * self.steps_per_epoch + b + 1
+                per_step = (time.perf_counter() - started) / steps_this_call
+                eta = per_step * (self.total_steps - done)
+                self.progress(
+                    done / self.total_steps * 0.98,
+                    f"{name}: epoch {epoch + 1}/{cfg.epochs}, step {b + 1}/{self.steps_per_epoch}, "
+                    f"loss {np.mean(losses[-20:]):.3f}, ETA {_fmt_eta(eta)}",
+                )
+            self.cancel.raise_if_cancelled()
+            accuracy = self.evaluate(self.data.dev)
+            self.state.history.append(
+                {
+                    "epoch": epoch + 1,
+                    "train_loss": float(np.mean(losses)) if losses else float("nan"),
+                    "dev_accuracy": accuracy,
+                    "seconds": round(time.perf_counter() - epoch_started, 2),
+                }
+            )
+            if accuracy > self.state.best_accuracy:
+                self.state.best_accuracy, self.state.best_epoch = accuracy, epoch + 1
+                save_weights(self.model, self.ckpt / BEST)
+                stale = 0
+            else:
+                stale += 1
+            self.state.epochs_done = epoch + 1
+            save_weights(self.model, self.ckpt / "model.safetensors")
+            save_optimizer(self.optimizer, self.ckpt / "optimizer.safetensors")
+            self.state.write(self.ckpt)
+            self.progress(
+                (epoch + 1) / cfg.epochs * 0.98, f"{name}: epoch {epoch + 1} dev accuracy {accuracy:.3f}"
+            )
+            if cfg.patience is not None and stale >= cfg.patience:
+                break
+        self._finish()
+
+    def _finish(self) -> None:
+        """Keep the best epoch as the member's final safetensors weights."""
+        if (self.ckpt / BEST).is_file():
+            load_weights(self.model, self.ckpt / BEST)
+        from engine.models.registry import quiet_transformers
+
+        with quiet_transformers():
+            self.model.save_pretrained(str(self.folder))
+            self.tokenizer.save_pretrained(str(self.folder))
+        for stale in self.folder.glob("*.bin"):
+            stale.unlink()
+        shutil.rmtree(self.ckpt, ignore_errors=True)
+        (self.folder / "train_state.json").write_text(
+            json.dumps({"config_hash": self.config_hash, "history": self.state.history}, indent=1), encoding="utf-8"
+        )
+
+    def evaluate(self, rows: Sequence[Example]) -> float:
+        """Accuracy on ``rows`` (NaN when there are none)."""
+        import torch
+
+        from engine.models.device import autocast
+
+        if not rows:
+            return float("nan")
+        self.model.eval()
+        correct = 0
+        order = np.argsort([sum(len(t) for t in r.texts) for r in rows])
+        with torch.inference_mode():
+            for batch in self._batches(rows, order, self.cfg.eval_batch_size):
+                self.cancel.raise_if_cancelled()
+                inputs, labels = self._encode(batch)
+                with autocast(self.device, self.precision):
+                    logits = self.model(**inputs).logits
+                correct += int((logits.argmax(-1) == labels).sum())
+        return correct / len(rows)
+
+
+def _fmt_eta(seconds: float) -> str:
+    seconds = max(0, int(round(seconds)))
+    if seconds >= 3600:
+        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+    if seconds >= 60:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds}s"

@@ -1,0 +1,18 @@
+"""Canonical word segmentation and sub-word token alignment (pure Python + numpy)."""
+
+from engine.text.align import Alignment, align_tokens, group_to_word_scores, token_to_word_scores
+from engine.text.words import KINDS, LEXICAL_KINDS, Word, lexical_words, normalize, segment, words_of
+
+__all__ = [
+    "KINDS",
+    "LEXICAL_KINDS",
+    "Alignment",
+    "Word",
+    "align_tokens",
+    "group_to_word_scores",
+    "lexical_words",
+    "normalize",
+    "segment",
+    "token_to_word_scores",
+    "words_of",
+]

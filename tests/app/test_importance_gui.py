@@ -1,0 +1,66 @@
+"""Word importance in the real window: train tiny members, explain rows, see highlights and the grid."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("captum")
+
+from app.main_window import MainWindow  # noqa: E402
+from app.settings import Settings  # noqa: E402
+from engine.io import ImportOptions, import_file  # noqa: E402
+
+TINY = ["tiny-distilbert", "tiny-electra", "tiny-albert"]
+
+
+@pytest.fixture
+def window(qtbot, tmp_path, shared_data):
+    import csv
+
+    rows = list(csv.reader(open(shared_data / "cad/sentiment/combined/dev.tsv", newline="", encoding="utf-8"),
+                           delimiter="\t"))[1:]
+    rows = rows[:40] + rows[-40:]
+    src = tmp_path / "small.csv"
+    with open(src, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(["text", "label"])
+        for label, text in rows:
+            w.writerow([text[:200], label])
+    win = MainWindow(Settings())
+    qtbot.addWidget(win)
+    win.resize(1500, 950)
+    win.show()
+    win.session.new_project(tmp_path / "p.cbproj")
+    import_file(win.session.project, src, options=ImportOptions(name="cad-small"))
+    win.session.refresh_datasets()
+    yield win
+    win.close()
+
+
+def test_train_explain_and_highlight(window, qtbot):
+    panel = window.importance_panel
+    window.show_importance_tab()
+    with qtbot.waitSignal(window.jobs.done, timeout=240_000):
+        window.importance.train(TINY, "fast-cpu")
+    members = window.importance.members()
+    assert sorted(m.name.split(":")[-1] for m in members) == sorted(TINY)
+    assert "dev accuracy" in panel.members_label.text()
+    # Select three rows and explain them (IG, cached per member).
+    table = window.examples.table
+    table.selectRow(0)
+    with qtbot.waitSignal(window.jobs.done, timeout=240_000):
+        window.importance.explain("selection")
+    assert window.importance.vote_set_id is not None
+    window.importance.example_selected(window.examples.model.example_at(0))
+    window.importance.refresh_example()
+    html = panel.sentence.html_source
+    assert "background-color: rgba(" in html, "principal or spurious words are highlighted"
+    name = members[0].name
+    cell = panel.grid.cell_text(name, "ig")
+    assert cell and cell != "—"
+    # Unticking a member re-votes without it (cheap, no job).
+    panel.grid.member_boxes[name].setChecked(False)
+    assert panel.grid.table.item(0, 0).foreground().color().red() == 160
+    # Word tables list principal / spurious words of the explained rows.
+    assert panel.principal_model.rowCount() + panel.spurious_model.rowCount() > 0
