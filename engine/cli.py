@@ -38,7 +38,7 @@ EPILOG = """exit codes: 0 success, 1 internal error, 2 usage error, 3 unusable i
 #: Sub-command registry: later steps (stats, train, generate, ...) add themselves here.
 COMMANDS: dict[str, Callable[[argparse._SubParsersAction], None]] = {}
 #: Modules whose import registers more sub-commands (their heavy imports stay inside the commands).
-COMMAND_MODULES = ("engine.cli_stats", "engine.cli_models", "engine.cli_llm")
+COMMAND_MODULES = ("engine.cli_stats", "engine.cli_models", "engine.cli_llm", "engine.cli_generate")
 
 
 def command(name: str) -> Callable[[Callable[[argparse._SubParsersAction], None]], Callable]:

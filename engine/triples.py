@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
-from engine.errors import Cancelled
+from engine.errors import Cancelled, CounterbiasError
 from engine.llm.base import ChatBackend, ChatRequest, ChatResult, Failure, Message, Usage
 from engine.llm.cache import CachedClient
 from engine.llm.config import LLMConfig
@@ -50,14 +50,19 @@ __all__ = [
     "RejectedLine",
     "SentenceRecord",
     "Triple",
+    "TripleEditError",
+    "TripleRecord",
+    "TriplesEdit",
     "TriplesItem",
     "TriplesResult",
     "extract_triples",
     "is_grounded",
+    "load_triple_records",
     "load_triples",
     "parse_answer",
     "parse_triples",
     "repair_messages",
+    "replace_triples",
     "split_sentences",
     "triple_messages",
 ]
@@ -526,3 +531,148 @@ def load_triples(project: Project, example_id: int) -> dict[str, list[list[Tripl
             sentences.append([])
         sentences[row["sentence_index"]].append(Triple(row["subject"], row["predicate"], row["object"]))
     return out
+
+
+# ---------------------------------------------------------------------------- the analyst's edits
+
+#: Candidate statuses that an edit of the triples makes stale (they are deleted).
+UNDECIDED = ("proposed", "failed")
+
+
+class TripleEditError(CounterbiasError):
+    """An edit of an example's triples that cannot be stored."""
+
+    code = "CB830"
+
+
+@dataclass(frozen=True)
+class TripleRecord:
+    """One stored triple with where it is and what is known about it.
+
+    Attributes
+    ----------
+    field, sentence_index, ord
+        The text field, the sentence in it (0-based) and the triple's position in the sentence.
+    triple
+        The fact itself.
+    category
+        ``"principal"``, ``"spurious"``, ``"normal"`` as recorded by the last generation, or
+        ``None`` (not generated yet, or edited since).
+    edited
+        Whether the analyst wrote this triple.
+    """
+
+    field: str
+    sentence_index: int
+    ord: int
+    triple: Triple
+    category: str | None
+    edited: bool
+
+
+@dataclass(frozen=True)
+class TriplesEdit:
+    """What :func:`replace_triples` did: triples stored, undecided candidates deleted."""
+
+    stored: int
+    discarded: list[int]
+
+
+def load_triple_records(project: Project, example_id: int) -> list[TripleRecord]:
+    """Stored triples of one example with category and edit flag, by field, sentence and order."""
+    return [
+        TripleRecord(row["field"], int(row["sentence_index"]), int(row["ord"]),
+                     Triple(row["subject"], row["predicate"], row["object"]), row["category"], bool(row["edited"]))
+        for row in project.db.query(
+            "SELECT field, sentence_index, ord, subject, predicate, object, category, edited FROM triples "
+            "WHERE example_id = ? ORDER BY field, sentence_index, ord",
+            [int(example_id)],
+        )
+    ]
+
+
+def replace_triples(
+    project: Project,
+    example_id: int,
+    field: str,
+    sentence_index: int,
+    triples: Sequence[Triple | Sequence[str]],
+) -> TriplesEdit:
+    """Replace the triples of one sentence with the analyst's, and drop stale candidates.
+
+    The new triples are stored as edited (``edited = 1``, no category until the next
+    generation categorises them). Every *undecided* candidate of the example (``proposed``
+    or ``failed``) was made from the old triples, so it is deleted with its decision
+    history, in the same transaction; the next generation makes those slots again.
+    Accepted and rejected candidates are kept.
+
+    Parameters
+    ----------
+    project
+        The open project.
+    example_id
+        The example.
+    field
+        ``"text"``, ``"premise"`` or ``"hypothesis"``.
+    sentence_index
+        The sentence of the field (0-based, as :func:`split_sentences` numbers them).
+    triples
+        The new triples, ``(subject, predicate, object)`` each; an empty list removes the
+        sentence's triples.
+
+    Returns
+    -------
+    TriplesEdit
+        The number of triples stored and the ids of the deleted candidates.
+
+    Raises
+    ------
+    TripleEditError
+        Unknown example or field, a sentence index out of range, or a triple with an empty
+        part or a ``|`` in a part.
+    """
+    if field not in ("text", "premise", "hypothesis"):
+        raise TripleEditError(f"Unknown text field {field!r}.", "Use text, premise or hypothesis.")
+    rows = project.examples([int(example_id)])
+    if not rows:
+        raise TripleEditError(f"No example {example_id}.", "It may have been deleted; reopen the dataset.")
+    clean: list[Triple] = []
+    for number, triple in enumerate(triples, start=1):
+        parts = [str(p).strip() for p in triple]
+        if len(parts) != 3 or not all(parts):
+            raise TripleEditError(f"Triple {number} needs a subject, a predicate and an object.",
+                                  "Fill in all three parts, or delete the triple.")
+        if any("|" in p for p in parts):
+            raise TripleEditError(f"Triple {number} contains '|', which separates the parts in prompts.",
+                                  "Remove the '|' characters.")
+        clean.append(Triple(*parts))
+    stored_max = project.db.execute(
+        "SELECT MAX(sentence_index) FROM triples WHERE example_id = ? AND field = ?", [int(example_id), field]
+    ).fetchone()[0]
+    limit = max(len(split_sentences(rows[0].get(field) or "")), -1 if stored_max is None else int(stored_max) + 1)
+    if not 0 <= int(sentence_index) < limit:
+        raise TripleEditError(f"Sentence {int(sentence_index) + 1} does not exist in the {field} of example "
+                              f"{example_id} ({limit} sentences).", "Pick one of the example's sentences.")
+    discarded = project.writer.run(_replace_triples, int(example_id), field, int(sentence_index), clean)
+    return TriplesEdit(len(clean), discarded)
+
+
+def _replace_triples(conn: sqlite3.Connection, example_id: int, field: str, sentence_index: int,
+                     triples: Sequence[Triple]) -> list[int]:
+    conn.execute("DELETE FROM triples WHERE example_id = ? AND field = ? AND sentence_index = ?",
+                 (example_id, field, sentence_index))
+    stamp = now()
+    conn.executemany(
+        "INSERT INTO triples (run_id, example_id, field, sentence_index, ord, subject, predicate, object, edited, "
+        "created_at) VALUES (NULL, ?, ?, ?, ?, ?, ?, ?, 1, ?)",
+        [(example_id, field, sentence_index, i, t.subject, t.predicate, t.object, stamp)
+         for i, t in enumerate(triples)],
+    )
+    marks = ",".join("?" * len(UNDECIDED))
+    stale = [int(r[0]) for r in conn.execute(
+        f"SELECT id FROM candidates WHERE example_id = ? AND status IN ({marks})", (example_id, *UNDECIDED))]
+    if stale:
+        ids = json.dumps(stale)
+        conn.execute("DELETE FROM decisions WHERE candidate_id IN (SELECT value FROM json_each(?))", (ids,))
+        conn.execute("DELETE FROM candidates WHERE id IN (SELECT value FROM json_each(?))", (ids,))
+    return stale

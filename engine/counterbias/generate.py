@@ -1,0 +1,514 @@
+"""CoBA counterbias generation, the job: triples → targeted rewrite → reconstruct → candidates.
+
+For every example, target label ŷ ≠ y and sample ``i`` (one *candidate slot*):
+
+1. the example's triples (:func:`engine.triples.extract_triples`, run here for examples that
+   have none yet) are categorised against the ensemble vote's W_p and W_s
+   (:mod:`engine.counterbias.manipulate`); with no principal triple in a field, every
+   non-spurious triple of it is rewritten instead (recorded as ``fallback``);
+2. the principal triples of each edited field go to the LLM in one request (prompt
+   ``rewrite``) that must return the same number of ``subject | predicate | object`` lines;
+   one repair request if it does not;
+3. spurious triples are kept verbatim, gendered words are swapped, normal triples are
+   shuffled and dropped (seeded per slot);
+4. the LLM writes the text from the ordered triples (prompt ``reconstruct``); the answer is
+   cleaned (quotes, "Text:" labels) and rejected when empty, a list of triples, or far longer
+   than the original;
+5. the candidate is stored at once in ``candidates`` with every intermediate step in ``meta``.
+
+Failures are per slot: a ``candidates`` row with status ``failed``, the error and whether a
+retry may pass; a later run retries failed slots and skips the others (resume). Nothing is
+raised out of the job except :class:`~engine.errors.Cancelled` and errors that stop every slot
+alike (no vote, unknown backend).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import sqlite3
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from engine.counterbias.manipulate import (
+    arrange,
+    categorize,
+    format_triples,
+    gender_map,
+    matched_words,
+    swap_triple,
+)
+from engine.counterbias.settings import GenerateSettings, GenerationConfigError, targets_for
+from engine.errors import Cancelled
+from engine.llm.base import ChatBackend, ChatRequest, ChatResult, Failure, Usage
+from engine.llm.cache import CachedClient
+from engine.llm.config import LLMConfig
+from engine.llm.prompts import load_prompt
+from engine.llm.triple_format import Triple, parse_triples
+from engine.progress import CancelToken, ProgressFn, ensure_token, no_progress, scaled
+from engine.store.schema import now
+
+if TYPE_CHECKING:
+    from engine.store.project import DatasetInfo, Project
+
+__all__ = ["GenerateResult", "clean_reconstruction", "generate_counterbias"]
+
+METHOD = "coba"
+
+
+@dataclass
+class FieldPlan:
+    """One edited field of one slot, step by step (stored in the candidate's ``meta``)."""
+
+    field: str
+    original: str
+    triples: list[Triple]
+    categories: list[str]
+    fallback: bool = False
+    rewritten: list[Triple] = field(default_factory=list)
+    swaps: list[tuple[str, str]] = field(default_factory=list)
+    order: list[int] = field(default_factory=list)
+    final: list[Triple] = field(default_factory=list)
+    raw: list[str] = field(default_factory=list)
+    text: str | None = None
+
+    @property
+    def to_rewrite(self) -> list[int]:
+        return [i for i, c in enumerate(self.categories) if c == "principal"]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "field": self.field,
+            "triples": [list(t) for t in self.triples],
+            "categories": self.categories,
+            "fallback": self.fallback,
+            "rewritten": [list(t) for t in self.rewritten],
+            "gender_swaps": [list(s) for s in self.swaps],
+            "order": self.order,
+            "final_triples": [list(t) for t in self.final],
+            "raw": [r[:4000] for r in self.raw],
+        }
+
+
+@dataclass
+class Slot:
+    """One candidate to make: example × target label × sample."""
+
+    example: dict[str, Any]
+    target: str
+    sample: int
+    fields: list[FieldPlan]
+    keep_words: list[str]
+    error: dict[str, Any] | None = None
+
+    def fail(self, step: str, message: str, *, retriable: bool, hint: str = "") -> None:
+        if self.error is None:
+            self.error = {"step": step, "message": message, "hint": hint, "retriable": retriable}
+
+
+@dataclass
+class GenerateResult:
+    """What :func:`generate_counterbias` did."""
+
+    run_id: int
+    created: list[int] = field(default_factory=list)
+    failed: list[int] = field(default_factory=list)
+    skipped: int = 0
+    triples_failed: list[int] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    sent: int = 0
+    cache_hits: int = 0
+    seconds: float = 0.0
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "created": len(self.created),
+            "failed": len(self.failed),
+            "skipped": self.skipped,
+            "triples_failed": len(self.triples_failed),
+            "sent": self.sent,
+            "cache_hits": self.cache_hits,
+            "usage": self.usage.to_dict(),
+            "seconds": round(self.seconds, 2),
+        }
+
+
+# ---------------------------------------------------------------------------- the job
+
+
+def generate_counterbias(
+    project: Project,
+    dataset_id: int,
+    example_ids: Sequence[int] | None,
+    llm_config: LLMConfig,
+    *,
+    settings: GenerateSettings | None = None,
+    vote_set_id: int | None = None,
+    judge: Sequence[str] | None = None,
+    backend: ChatBackend | None = None,
+    chunk_size: int = 16,
+    progress: ProgressFn = no_progress,
+    cancel: CancelToken | None = None,
+) -> GenerateResult:
+    """Make counterbias candidates for examples of a dataset version (see the module doc).
+
+    Parameters
+    ----------
+    project, dataset_id
+        The dataset version.
+    example_ids
+        Examples to augment (``None``: all of the dataset).
+    llm_config
+        The LLM (recorded in the run and in every candidate's provenance).
+    settings
+        Targets, samples, sampling, shuffle/drop, gender swap, fields.
+    vote_set_id
+        The vote giving W_p / W_s (default: the newest vote on this dataset or its parent).
+    judge
+        Members judging the new candidates (default: the vote's members; ``()``: no judging).
+    backend
+        An existing backend to use instead of creating one (not closed here).
+    chunk_size
+        Slots per batch of LLM calls; each batch is stored before the next starts.
+
+    Raises
+    ------
+    GenerationConfigError
+        No vote exists for the dataset, or the settings do not fit it.
+    Cancelled
+        When ``cancel`` is set; finished slots are stored, the run is marked cancelled.
+    """
+    from engine.llm.registry import create_backend
+    from engine.triples import extract_triples
+
+    token = ensure_token(cancel)
+    started = time.perf_counter()
+    settings = settings or GenerateSettings()
+    dataset = project.dataset(dataset_id)
+    fields = settings.edit_fields(dataset.task)
+    vote_set = _vote_source(project, dataset, vote_set_id)
+    ids = ([int(r["id"]) for r in project.iter_examples(dataset.id)] if example_ids is None
+           else list(dict.fromkeys(int(i) for i in example_ids)))
+    own_backend = backend is None
+    chat_backend = backend or create_backend(llm_config)
+    key = settings.key()
+    run_id = project.writer.run(_insert_run, dataset.id, {
+        "llm": llm_config.to_dict(), "settings": settings.to_dict(), "settings_key": key,
+        "vote_set_id": vote_set["id"], "examples": len(ids),
+        "prompts": {n: load_prompt(n).sha256[:12] for n in ("rewrite", "reconstruct", "rewrite_repair")},
+    })
+    result = GenerateResult(run_id=run_id)
+    client = CachedClient(chat_backend, project)
+    status = "failed"
+    try:
+        triples = extract_triples(project, dataset.id, ids, llm_config, backend=chat_backend,
+                                  progress=scaled(progress, 0.0, 0.3), cancel=token)
+        result.triples_failed = triples.failed_ids
+        votes = _votes(project, dataset, vote_set, vote_set_id is not None, ids)
+        slots, result.skipped = _plan(project, dataset, ids, votes, settings, key, fields)
+        mapping = _gender_mapping() if settings.swap_gender else {}
+        gen_progress = scaled(progress, 0.3, 0.9)
+        for start in range(0, len(slots), chunk_size):
+            token.raise_if_cancelled()
+            chunk = slots[start : start + chunk_size]
+            _run_chunk(client, chunk, dataset, settings, mapping, token)
+            created, failed = project.writer.run(_store_slots, run_id, chunk, key, llm_config, vote_set["id"])
+            result.created.extend(created)
+            result.failed.extend(failed)
+            gen_progress((start + len(chunk)) / max(len(slots), 1),
+                         f"counterbias: {start + len(chunk)}/{len(slots)} candidates")
+        members = list(judge) if judge is not None else list(vote_set["params"].get("models") or [])
+        if members and result.created:
+            from engine.counterbias.verify import judge_candidates
+
+            judge_candidates(project, result.created, members, progress=scaled(progress, 0.9, 1.0), cancel=token)
+        progress(1.0, f"counterbias: {len(result.created)} candidates, {len(result.failed)} failed")
+        status = "done"
+    except Cancelled:
+        status = "cancelled"
+        raise
+    finally:
+        total = client.total
+        result.usage, result.sent, result.cache_hits = total.usage, total.sent, total.hits
+        result.seconds = time.perf_counter() - started
+        project.writer.run(_finish_run, run_id, status, result.summary())
+        if own_backend:
+            chat_backend.close()
+    return result
+
+
+def _vote_source(project: Project, dataset: DatasetInfo, vote_set_id: int | None) -> dict[str, Any]:
+    """The vote set to read W_p / W_s from (the given one, or the newest on the dataset/its parent)."""
+    from engine.attribution.vote_store import vote_sets
+
+    if vote_set_id is not None:
+        found = [v for v in vote_sets(project) if v["id"] == vote_set_id]
+    else:
+        found = [v for d in (dataset.id, dataset.parent_id) if d is not None for v in vote_sets(project, d)]
+        found.sort(key=lambda v: -int(v["id"]))
+    if not found:
+        raise GenerationConfigError(
+            f"No principal/spurious words for dataset {dataset.name!r}"
+            + (f" (vote set {vote_set_id} does not exist)." if vote_set_id is not None else "."),
+            "Train the ensemble and run the vote first (Word importance tab, or 'counterbias train' then "
+            "'counterbias vote').",
+        )
+    return found[0]
+
+
+def _votes(project: Project, dataset: DatasetInfo, vote_set: dict[str, Any], explicit: bool, ids: Sequence[int]) -> dict:
+    from engine.attribution.vote_store import latest_votes, load_votes
+
+    if explicit:
+        return load_votes(project, int(vote_set["id"]), ids)
+    return latest_votes(project, [d for d in (dataset.id, dataset.parent_id) if d is not None], ids)
+
+
+def _gender_mapping() -> dict[str, str]:
+    from engine.attribution.wordlists import gender_pairs
+
+    return gender_map(gender_pairs())
+
+
+# ---------------------------------------------------------------------------- planning
+
+
+def _plan(project: Project, dataset: DatasetInfo, ids: Sequence[int], votes: dict, settings: GenerateSettings,
+          key: str, fields: Sequence[str]) -> tuple[list[Slot], int]:
+    """Slots still to make (failed ones again), and how many already exist."""
+    from engine.triples import load_triples
+
+    existing = _existing(project, ids, key)
+    slots: list[Slot] = []
+    skipped = 0
+    for row in project.examples(ids):
+        stored = load_triples(project, int(row["id"]))
+        for target in targets_for(row["label"], dataset.labels, settings.targets):
+            for sample in range(settings.samples):
+                if existing.get((int(row["id"]), target, sample)) not in (None, "failed"):
+                    skipped += 1
+                    continue
+                slot = Slot(row, target, sample, [], [])
+                for name in fields:
+                    triples = [t for sentence in stored.get(name, []) for t in sentence]
+                    vote = votes.get((int(row["id"]), name))
+                    plan = FieldPlan(name, row.get(name) or "", triples, [])
+                    slot.fields.append(plan)
+                    if vote is None:
+                        slot.fail("vote", f"Example {row['id']} ({name}) has no principal/spurious words yet.",
+                                  retriable=True, hint="Explain these examples (vote) and generate again.")
+                        continue
+                    if not triples:
+                        slot.fail("triples", f"Example {row['id']} ({name}) has no triples.", retriable=True,
+                                  hint="The triple step failed for it; generate again to retry.")
+                        continue
+                    plan.categories = categorize(triples, vote.principal, vote.spurious)
+                    if "principal" not in plan.categories:
+                        plan.fallback = True
+                        plan.categories = ["principal" if c == "normal" else c for c in plan.categories]
+                        if "principal" not in plan.categories:  # only spurious triples: rewrite them all
+                            plan.categories = ["principal"] * len(triples)
+                    slot.keep_words.extend(matched_words(plan.original, vote.spurious))
+                slot.keep_words = list(dict.fromkeys(slot.keep_words))
+                slots.append(slot)
+    return slots, skipped
+
+
+def _existing(project: Project, ids: Sequence[int], key: str) -> dict[tuple[int, str, int], str]:
+    rows = project.db.execute(
+        "SELECT example_id, target_label, json_extract(meta, '$.sample') AS sample, status FROM candidates "
+        "WHERE method = ? AND json_extract(meta, '$.settings_key') = ? "
+        "AND example_id IN (SELECT value FROM json_each(?))",
+        (METHOD, key, json.dumps([int(i) for i in ids])),
+    ).fetchall()
+    return {(int(r[0]), r[1], int(r[2] or 0)): r[3] for r in rows}
+
+
+# ---------------------------------------------------------------------------- LLM steps
+
+
+def _params(settings: GenerateSettings, slot: Slot) -> dict[str, Any]:
+    return {"temperature": settings.temperature, "seed": settings.seed + slot.sample,
+            "max_tokens": settings.max_tokens}
+
+
+def _run_chunk(client: CachedClient, slots: list[Slot], dataset: DatasetInfo, settings: GenerateSettings,
+               mapping: dict[str, str], token: CancelToken) -> None:
+    task = settings.task_description(dataset.labels)
+    live = [(s, f) for s in slots if s.error is None for f in s.fields]
+
+    # 1. rewrite the principal triples (one request per field), with one repair
+    rewrite = load_prompt("rewrite")
+    requests = [ChatRequest(rewrite.render(
+        task=task, labels=", ".join(dataset.labels), context=_context(s, f), label=s.example["label"],
+        target=s.target, keep=", ".join(s.keep_words) or "(none)",
+        triples=format_triples(f.triples[i] for i in f.to_rewrite)), _params(settings, s)) for s, f in live]
+    answers = client.chat_many(requests, cancel=token).results
+    retry = []
+    for (slot, plan), request, answer in zip(live, requests, answers, strict=True):
+        if _take_rewrite(slot, plan, answer, final=False):
+            retry.append((slot, plan, request, answer))
+    if retry:
+        repair = load_prompt("rewrite_repair")
+        second = client.chat_many([ChatRequest([*req.messages, {"role": "assistant", "content": ans.text},
+                                                *repair.render(count=str(len(p.to_rewrite)))], req.params)
+                                   for _, p, req, ans in retry], cancel=token).results
+        for (slot, plan, _, _), answer in zip(retry, second, strict=True):
+            _take_rewrite(slot, plan, answer, final=True)
+
+    # 2. keep spurious, swap gender, shuffle/drop normal triples (seeded per slot)
+    for slot in slots:
+        if slot.error is not None:
+            continue
+        rng = random.Random(f"{settings.seed}:{slot.example['id']}:{slot.target}:{slot.sample}")
+        for plan in slot.fields:
+            current = list(plan.triples)
+            for i, new in zip(plan.to_rewrite, plan.rewritten, strict=True):
+                current[i] = new
+            if mapping:
+                swapped = []
+                for triple in current:
+                    new, found = swap_triple(triple, mapping)
+                    swapped.append(new)
+                    plan.swaps.extend(found)
+                current = swapped
+            plan.order = arrange(plan.categories, rng, shuffle=settings.shuffle, drop_prob=settings.drop_prob)
+            plan.final = [current[i] for i in plan.order]
+
+    # 3. reconstruct the text from the ordered triples
+    live = [(s, f) for s in slots if s.error is None for f in s.fields]
+    reconstruct = load_prompt("reconstruct")
+    answers = client.chat_many([ChatRequest(reconstruct.render(
+        task=task, target=s.target, style=f.original[:600], triples=format_triples(f.final)), _params(settings, s))
+        for s, f in live], cancel=token).results
+    for (slot, plan), answer in zip(live, answers, strict=True):
+        if isinstance(answer, Failure):
+            slot.fail("reconstruct", answer.message, retriable=answer.retriable, hint=answer.hint)
+            continue
+        plan.raw.append(answer.text)
+        text, problem = clean_reconstruction(answer.text, plan.original)
+        if problem:
+            slot.fail("reconstruct", problem, retriable=True, hint="Retry, or use a stronger model.")
+        plan.text = text
+
+
+def _context(slot: Slot, plan: FieldPlan) -> str:
+    if plan.field == "hypothesis":
+        return f"Premise: {slot.example.get('premise') or ''} Hypothesis: {plan.original}"
+    if plan.field == "premise":
+        return f"Premise: {plan.original} Hypothesis: {slot.example.get('hypothesis') or ''}"
+    return plan.original
+
+
+def _take_rewrite(slot: Slot, plan: FieldPlan, answer: ChatResult | Failure, *, final: bool) -> bool:
+    """Read a rewrite answer into ``plan``; True when a repair request should follow."""
+    if isinstance(answer, Failure):
+        slot.fail("rewrite", answer.message, retriable=answer.retriable, hint=answer.hint)
+        return False
+    plan.raw.append(answer.text)
+    triples, _rejected = parse_triples(answer.text)
+    want = len(plan.to_rewrite)
+    if len(triples) == want:
+        plan.rewritten = triples
+        return False
+    if final:
+        slot.fail("rewrite", f"The rewrite gave {len(triples)} readable fact lines for {want} facts.",
+                  retriable=True, hint="Retry, or use a stronger model.")
+    return not final
+
+
+_LABEL = re.compile(r"^\s*(?:text|rewritten text|output|answer|review|hypothesis)\s*:\s*", re.IGNORECASE)
+_QUOTES = "\"'\u201c\u201d\u2018\u2019`"
+
+
+def clean_reconstruction(answer: str, original: str) -> tuple[str, str | None]:
+    """Clean a reconstruct answer; return ``(text, problem)`` with ``problem=None`` when usable.
+
+    Strips code fences, a leading ``Text:``-style label and matching outer quotes, and joins
+    lines. Unusable: empty text, an answer that is still ``a | b | c`` lines, or one more than
+    three times (and 200 characters) longer than the original.
+
+    Examples
+    --------
+    >>> clean_reconstruction('Text: "A dull film."', "A fine film.")
+    ('A dull film.', None)
+    """
+    text = answer.strip().strip("`").strip()
+    lines = [line.strip() for line in text.splitlines() if line.strip() and not line.strip().startswith("```")]
+    if lines and sum(line.count("|") >= 2 for line in lines) > len(lines) / 2:
+        return " ".join(lines), "The answer is a list of facts, not a text."
+    text = " ".join(lines)
+    text = _LABEL.sub("", text).strip()
+    if len(text) >= 2 and text[0] in _QUOTES and text[-1] in _QUOTES:
+        text = text[1:-1].strip()
+    if not text:
+        return "", "The answer is empty."
+    if len(text) > max(3 * len(original), len(original) + 200):
+        return text, f"The answer is {len(text)} characters long, far longer than the original ({len(original)})."
+    return text, None
+
+
+# ---------------------------------------------------------------------------- storing
+
+
+def _insert_run(conn: sqlite3.Connection, dataset_id: int, params: dict[str, Any]) -> int:
+    cursor = conn.execute(
+        "INSERT INTO runs (kind, dataset_id, params, status, started_at) VALUES ('generate', ?, ?, 'running', ?)",
+        (dataset_id, json.dumps(params, ensure_ascii=False), now()),
+    )
+    return int(cursor.lastrowid)
+
+
+def _finish_run(conn: sqlite3.Connection, run_id: int, status: str, summary: dict[str, Any]) -> None:
+    conn.execute("UPDATE runs SET status = ?, message = ?, result = ?, finished_at = ? WHERE id = ?",
+                 (status, f"{summary['created']} candidates, {summary['failed']} failed", json.dumps(summary),
+                  now(), run_id))
+
+
+def _store_slots(conn: sqlite3.Connection, run_id: int, slots: Sequence[Slot], key: str, llm: LLMConfig,
+                 vote_set_id: int) -> tuple[list[int], list[int]]:
+    created, failed = [], []
+    stamp = now()
+    for slot in slots:
+        example_id = int(slot.example["id"])
+        # a retried slot replaces its failed row
+        conn.execute(
+            "DELETE FROM candidates WHERE example_id = ? AND target_label = ? AND method = ? AND status = 'failed' "
+            "AND json_extract(meta, '$.settings_key') = ? AND json_extract(meta, '$.sample') = ?",
+            (example_id, slot.target, METHOD, key, slot.sample),
+        )
+        texts = {name: slot.example.get(name) for name in ("text", "premise", "hypothesis")}
+        for plan in slot.fields:
+            texts[plan.field] = plan.text
+        meta = {
+            "settings_key": key, "sample": slot.sample, "run_id": run_id, "vote_set_id": vote_set_id,
+            "backend": llm.backend, "model": llm.model, "keep_words": slot.keep_words,
+            "fields": [p.to_dict() for p in slot.fields], "original_label": slot.example["label"],
+            "generated": {p.field: p.text for p in slot.fields}, "error": slot.error,
+        }
+        status = "failed" if slot.error else "proposed"
+        cursor = conn.execute(
+            "INSERT INTO candidates (run_id, example_id, method, target_label, text, premise, hypothesis, scores, "
+            "meta, status, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, '{}', ?, ?, ?)",
+            (run_id, example_id, METHOD, slot.target, texts["text"], texts["premise"], texts["hypothesis"],
+             json.dumps(meta, ensure_ascii=False), status, stamp),
+        )
+        (failed if slot.error else created).append(int(cursor.lastrowid))
+        if slot.fields:
+            _mark_triples(conn, example_id, slot.fields)
+    return created, failed
+
+
+def _mark_triples(conn: sqlite3.Connection, example_id: int, plans: Sequence[FieldPlan]) -> None:
+    """Record each stored triple's category (shown in the GUI's triples view)."""
+    for plan in plans:
+        if not plan.categories:
+            continue
+        rows = conn.execute("SELECT id FROM triples WHERE example_id = ? AND field = ? ORDER BY sentence_index, ord",
+                            (example_id, plan.field)).fetchall()
+        if len(rows) == len(plan.categories):
+            conn.executemany("UPDATE triples SET category = ? WHERE id = ?",
+                             [(c, r[0]) for c, r in zip(plan.categories, rows, strict=True)])

@@ -1,0 +1,118 @@
+"""Settings of counterbias generation, and which target labels an example gets."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from engine.errors import CounterbiasError
+
+__all__ = ["GenerateSettings", "GenerationConfigError", "targets_for"]
+
+
+class GenerationConfigError(CounterbiasError):
+    """Counterbias generation cannot start with these settings or this project state."""
+
+    code = "CB801"
+
+
+@dataclass(frozen=True)
+class GenerateSettings:
+    """How counterbias candidates are made (CoBA).
+
+    Parameters
+    ----------
+    targets
+        ``"other"``: binary tasks get the other label, multi-class tasks every other label
+        (same as ``"each"``); ``"each"``; or a comma-separated list of label names.
+    samples
+        Candidates per example and target (``N``); sample ``i`` uses seed ``seed + i``.
+    temperature, seed, max_tokens
+        Sampling of the rewrite and reconstruct calls.
+    shuffle, drop_prob
+        Shuffle the normal triples; drop each with this probability (seeded per candidate).
+    swap_gender
+        Swap gendered words with the bundled pair lists.
+    fields
+        Text fields to edit: ``None`` edits ``text`` (single) or ``hypothesis`` (pairs; the
+        premise is kept as the context that the new hypothesis must relate to differently).
+    task
+        A short task description for the prompts (default: guessed from the labels).
+    """
+
+    targets: str = "other"
+    samples: int = 1
+    temperature: float = 0.7
+    seed: int = 13
+    max_tokens: int = 384
+    shuffle: bool = True
+    drop_prob: float = 0.1
+    swap_gender: bool = True
+    fields: tuple[str, ...] | None = None
+    task: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.samples < 1 or self.samples > 50:
+            raise GenerationConfigError(f"samples must be 1-50, got {self.samples}.", "Use e.g. 1 to 5 samples.")
+        if not 0.0 <= self.drop_prob < 1.0:
+            raise GenerationConfigError(f"drop_prob {self.drop_prob} is out of range.", "Use a value in [0, 1), e.g. 0.1.")
+        if not 0.0 <= self.temperature <= 2.0:
+            raise GenerationConfigError(f"temperature {self.temperature} is out of range.", "Use 0 to 2.")
+        if self.fields is not None:
+            object.__setattr__(self, "fields", tuple(self.fields))
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> GenerateSettings:
+        known = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+    def key(self) -> str:
+        """Identity of what is generated (16 hex digits): resume skips candidates with this key."""
+        raw = json.dumps(self.to_dict(), sort_keys=True, default=list)
+        return hashlib.sha256(raw.encode()).hexdigest()[:16]
+
+    def edit_fields(self, task: str) -> tuple[str, ...]:
+        if self.fields:
+            allowed = ("premise", "hypothesis") if task == "pair" else ("text",)
+            bad = [f for f in self.fields if f not in allowed]
+            if bad:
+                raise GenerationConfigError(f"Cannot edit field(s) {bad} of a {task} dataset.",
+                                            f"Choose among: {', '.join(allowed)}.")
+            return self.fields
+        return ("hypothesis",) if task == "pair" else ("text",)
+
+    def task_description(self, labels: Sequence[str]) -> str:
+        if self.task:
+            return self.task
+        lower = {label.lower() for label in labels}
+        if lower & {"entailment", "contradiction", "neutral"}:
+            return "natural language inference: how the hypothesis relates to the premise"
+        if lower & {"positive", "negative", "pos", "neg"}:
+            return "sentiment of a review"
+        return "text classification"
+
+
+def targets_for(label: str, labels: Sequence[str], targets: str) -> list[str]:
+    """Target labels for an example with gold ``label``.
+
+    Raises
+    ------
+    GenerationConfigError
+        A named target is not one of the dataset's labels.
+    """
+    others = [lab for lab in labels if lab != label]
+    if targets in ("other", "each"):
+        return others
+    wanted = [t.strip() for t in targets.split(",") if t.strip()]
+    unknown = [t for t in wanted if t not in labels]
+    if unknown:
+        raise GenerationConfigError(f"Target label(s) {unknown} are not in the dataset's labels {list(labels)}.",
+                                    "Use 'other', 'each', or some of the dataset's labels.")
+    return [t for t in wanted if t != label]

@@ -1,0 +1,158 @@
+"""Verification of counterbias candidates: the ensemble as label judge, spurious words kept.
+
+Per candidate (stored in ``candidates.scores``):
+
+``judge``
+    Each member's predicted label and probability of the target; the ensemble's majority
+    label (ties: the highest mean probability); ``flipped`` (the majority predicts the target:
+    counts towards the label-flip rate, LFR) and ``left_original`` (the majority no longer
+    predicts the original label: soft LFR, SLFR).
+``spurious_kept``
+    Whether every spurious word of the original (``meta.keep_words``, found by form or lemma)
+    still occurs in the candidate, and which are missing. Gendered words swapped on purpose
+    are not required.
+``passes``
+    The candidate passes the filter (:class:`CandidateFilter`); the review shows failing
+    candidates greyed out, and they are never accepted automatically.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from engine.counterbias.manipulate import matched_words
+from engine.progress import CancelToken, ProgressFn, ensure_token, no_progress
+
+if TYPE_CHECKING:
+    from engine.store.project import Project
+
+__all__ = ["CandidateFilter", "flip_rates", "judge_candidates"]
+
+
+@dataclass(frozen=True)
+class CandidateFilter:
+    """Which judged candidates pass.
+
+    Parameters
+    ----------
+    require_flip
+        ``"target"`` (the ensemble predicts the target: LFR, default), ``"away"`` (it no longer
+        predicts the original label: SLFR) or ``"none"``.
+    require_spurious
+        Every spurious word must survive (default True).
+    min_target_prob
+        Mean member probability of the target at least this (default 0).
+    """
+
+    require_flip: str = "target"
+    require_spurious: bool = True
+    min_target_prob: float = 0.0
+
+    def passes(self, scores: dict[str, Any]) -> bool:
+        judge = scores.get("judge") or {}
+        if self.require_flip == "target" and not judge.get("flipped"):
+            return False
+        if self.require_flip == "away" and not judge.get("left_original"):
+            return False
+        if self.require_spurious and not scores.get("spurious_kept", True):
+            return False
+        return float(judge.get("target_prob", 1.0)) >= self.min_target_prob
+
+
+def _texts(rows: Sequence[dict[str, Any]], fields: Sequence[str]) -> list[Any]:
+    if len(fields) == 1:
+        return [rows_[fields[0]] or "" for rows_ in rows]
+    return [tuple(r[f] or "" for f in fields) for r in rows]
+
+
+def judge_candidates(
+    project: Project,
+    candidate_ids: Sequence[int],
+    members: Sequence[str],
+    *,
+    criteria: CandidateFilter | None = None,
+    batch_size: int = 32,
+    progress: ProgressFn = no_progress,
+    cancel: CancelToken | None = None,
+) -> dict[int, dict[str, Any]]:
+    """Judge candidates with the ensemble and store the scores (see the module doc).
+
+    Returns
+    -------
+    dict
+        ``{candidate id: scores}``.
+    """
+    from engine.models.predict import predict
+    from engine.models.store import get_model
+
+    token = ensure_token(cancel)
+    rule = criteria or CandidateFilter()
+    ids = [int(i) for i in candidate_ids]
+    rows = [dict(r) for r in project.db.query(
+        "SELECT * FROM candidates WHERE id IN (SELECT value FROM json_each(?)) AND status != 'failed' ORDER BY id",
+        [json.dumps(ids)])]
+    if not rows:
+        return {}
+    votes: dict[str, list[str]] = {}
+    target_probs: dict[str, np.ndarray] = {}
+    for k, name in enumerate(members):
+        token.raise_if_cancelled()
+        info = get_model(project, name)
+        probs = predict(project, name, _texts(rows, info.fields), batch_size=batch_size, cancel=token)
+        labels = list(info.labels)
+        votes[name] = [labels[int(i)] for i in probs.argmax(axis=1)]
+        target_probs[name] = np.array([probs[j, labels.index(r["target_label"])] if r["target_label"] in labels
+                                       else 0.0 for j, r in enumerate(rows)])
+        progress((k + 1) / (len(members) + 1), f"judge: {name}")
+    results: dict[int, dict[str, Any]] = {}
+    for j, row in enumerate(rows):
+        meta = json.loads(row["meta"] or "{}")
+        predicted = Counter(votes[m][j] for m in members)
+        mean_target = float(np.mean([target_probs[m][j] for m in members]))
+        top = max(predicted.values())
+        tied = sorted(label for label, n in predicted.items() if n == top)
+        majority = tied[0] if len(tied) == 1 else (row["target_label"] if row["target_label"] in tied else tied[0])
+        edited = list((meta.get("generated") or {}).keys()) or ["text", "premise", "hypothesis"]
+        text = " ".join(row.get(f) or "" for f in edited)
+        keep = list(meta.get("keep_words") or [])
+        missing = [w for w in keep if w not in matched_words(text, keep)]
+        scores = {
+            "judge": {
+                "members": {m: {"label": votes[m][j], "target_prob": round(float(target_probs[m][j]), 4)} for m in members},
+                "predicted": majority,
+                "flipped": majority == row["target_label"],
+                "left_original": majority != meta.get("original_label"),
+                "target_prob": round(mean_target, 4),
+            },
+            "spurious_kept": not missing,
+            "missing_spurious": missing,
+        }
+        scores["passes"] = rule.passes(scores)
+        results[int(row["id"])] = scores
+    project.writer.run(_store_scores, results)
+    progress(1.0, f"judge: {len(results)} candidates")
+    return results
+
+
+def _store_scores(conn: sqlite3.Connection, results: dict[int, dict[str, Any]]) -> None:
+    conn.executemany("UPDATE candidates SET scores = ? WHERE id = ?",
+                     [(json.dumps(s), cid) for cid, s in results.items()])
+
+
+def flip_rates(scores: Sequence[dict[str, Any]]) -> dict[str, float]:
+    """LFR and SLFR over judged candidates, plus the share keeping every spurious word."""
+    judged = [s for s in scores if s.get("judge")]
+    n = max(len(judged), 1)
+    return {
+        "n": len(judged),
+        "lfr": sum(bool(s["judge"]["flipped"]) for s in judged) / n,
+        "slfr": sum(bool(s["judge"]["left_original"]) for s in judged) / n,
+        "spurious_kept": sum(bool(s.get("spurious_kept")) for s in judged) / n,
+    }

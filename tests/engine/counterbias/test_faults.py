@@ -1,0 +1,70 @@
+"""Generation against a loopback server that fails a fraction of calls in every way it can.
+
+500 / 429 / timeout / garbage / truncated bodies on some first attempts (with client retries off,
+so they surface as per-item failures): the run completes, failed slots are stored as failed and
+retriable, a second run retries only them, and answers already received are never re-sent.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from engine.counterbias import GenerateSettings, candidate_rows, generate_counterbias
+from engine.llm.config import LLMConfig
+from tests.engine.counterbias.scripted_llm import scripted_reply
+from tests.engine.llm.stub_server import body_key
+
+FAULTS = ["500", "429", "slow", "garbage", "truncated"]
+
+
+def faulty(body, attempt):
+    """About a third of distinct requests fail on their first attempt; later attempts pass."""
+    digest = int(hashlib.sha256(repr(body["messages"]).encode()).hexdigest(), 16)
+    if attempt == 1 and digest % 3 == 0:
+        return FAULTS[digest % len(FAULTS)]
+    return "ok"
+
+
+def test_faults_are_recorded_per_item_and_retried(voted_project, stub):
+    first_answer: dict[str, str] = {}
+
+    def plan(body, attempt):
+        behaviour = faulty(body, attempt)
+        first_answer.setdefault(body_key(body), behaviour)
+        return behaviour
+
+    server = stub(plan, reply=scripted_reply, slow_s=1.5, retry_after="0")
+    project = voted_project
+    dataset = project.dataset("reviews")
+    config = LLMConfig(backend="openai", model="stub", base_url=server.base_url, timeout_s=0.5, max_retries=0,
+                       concurrency=4, options={"backoff_s": 0.01, "backoff_max_s": 0.02})
+    settings = GenerateSettings(drop_prob=0.0)
+
+    first = generate_counterbias(project, dataset.id, None, config, settings=settings, judge=())
+    rows = candidate_rows(project, dataset_id=dataset.id)
+    failed = [r for r in rows if r["status"] == "failed"]
+    assert failed, "the plan injects faults, some slots must fail"
+    assert len(first.created) + len(first.failed) == 10 == len(rows)
+    assert all(r["meta"]["error"]["retriable"] and r["meta"]["error"]["message"] for r in failed)
+    assert {r["meta"]["error"]["step"] for r in failed} <= {"triples", "rewrite", "reconstruct"}
+    assert any(b != "ok" for b in first_answer.values())
+
+    # Retrying can meet a new fault at a later step (a retried rewrite leads to a first
+    # reconstruct request), so run until every slot is made; each run skips what is done.
+    made = len(first.created)
+    for _ in range(5):
+        again = generate_counterbias(project, dataset.id, None, config, settings=settings, judge=())
+        assert again.skipped == made  # made candidates are not made again
+        made += len(again.created)
+        if not again.failed:
+            break
+    rows = candidate_rows(project, dataset_id=dataset.id)
+    assert len(rows) == 10
+    assert all(r["status"] == "proposed" for r in rows), [d for d in _debug(rows) if d[1] != "proposed"]
+    for key, behaviour in first_answer.items():
+        # answered requests were never sent again; failed ones exactly once more
+        assert server.attempts[key] == (1 if behaviour == "ok" else 2), (key, behaviour)
+
+
+def _debug(rows):
+    return [(r["id"], r["status"], (r["meta"].get("error") or {}).get("step"), (r["meta"].get("error") or {}).get("message")) for r in rows]

@@ -1,0 +1,79 @@
+"""The pure CoBA steps: categorise by lemma, swap gendered words, order/drop, clean answers, targets."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from engine.counterbias import GenerateSettings, GenerationConfigError, clean_reconstruction, targets_for
+from engine.counterbias.manipulate import arrange, categorize, gender_map, swap_gender, swap_triple
+from engine.llm.triple_format import Triple
+
+
+def test_categories_match_forms_and_lemmas():
+    triples = [Triple("I", "loved", "the soundtrack"), Triple("The actress", "wears", "a red dress"),
+               Triple("We", "watched", "it on Sunday")]
+    cats = categorize(triples, principal=["love"], spurious=["actress"])
+    assert cats == ["principal", "spurious", "normal"]
+    # principal wins over spurious inside one triple
+    assert categorize([Triple("the actress", "is", "loved")], ["loving"], ["actress"]) == ["principal"]
+    assert categorize([Triple("Movies", "are", "long")], ["movie"], []) == ["principal"]
+
+
+def test_gender_swap_keeps_case_and_reports_swaps():
+    mapping = gender_map([("he", "she"), ("actor", "actress"), ("his", "her")])
+    text, swaps = swap_gender("He said the Actor lost his keys; she laughed.", mapping)
+    assert text == "She said the Actress lost her keys; he laughed."
+    assert swaps == [("He", "She"), ("Actor", "Actress"), ("his", "her"), ("she", "he")]
+    triple, found = swap_triple(Triple("The actress", "thanks", "him"), gender_map([("him", "her")]))
+    assert triple == Triple("The actor", "thanks", "her") or found  # 'actress' not in this map
+    assert ("him", "her") in found
+
+
+def test_bundled_gender_pairs_are_two_way():
+    from engine.attribution.wordlists import gender_pairs
+
+    mapping = gender_map(gender_pairs())
+    assert mapping["king"] == "queen" and mapping["queen"] == "king"
+    assert mapping["he"] == "she" and mapping["she"] == "he"
+
+
+def test_arrange_keeps_principal_and_spurious_in_place_and_is_seeded():
+    cats = ["principal", "normal", "spurious", "normal", "normal", "principal"]
+    orders = {tuple(arrange(cats, random.Random(s), shuffle=True)) for s in range(30)}
+    for order in orders:
+        assert order[0] == 0 and order[2] == 2 and order[5] == 5
+        assert sorted(order) == list(range(6))
+    assert len(orders) > 1  # the normal triples do move
+    assert arrange(cats, random.Random(7)) == arrange(cats, random.Random(7))
+    dropped = arrange(cats, random.Random(1), drop_prob=0.99)
+    assert {0, 2, 5} <= set(dropped) and len(dropped) < 6
+    assert arrange(["normal"], random.Random(0), drop_prob=0.99) == [0]  # never empty
+
+
+@pytest.mark.parametrize(("answer", "expected", "ok"), [
+    ('Text: "The acting is wooden."', "The acting is wooden.", True),
+    ("```\nThe plot drags.\n```", "The plot drags.", True),
+    ("Line one.\nLine two.", "Line one. Line two.", True),
+    ("", "", False),
+    ("a | b | c\nd | e | f", None, False),
+    ("x" * 2000, None, False),
+])
+def test_clean_reconstruction(answer, expected, ok):
+    text, problem = clean_reconstruction(answer, "The acting is superb.")
+    assert (problem is None) == ok
+    if expected is not None:
+        assert text == expected
+
+
+def test_targets():
+    assert targets_for("Positive", ["Negative", "Positive"], "other") == ["Negative"]
+    assert targets_for("neutral", ["contradiction", "entailment", "neutral"], "each") == ["contradiction", "entailment"]
+    assert targets_for("neutral", ["contradiction", "entailment", "neutral"], "entailment") == ["entailment"]
+    with pytest.raises(GenerationConfigError, match="not in the dataset"):
+        targets_for("a", ["a", "b"], "c")
+    assert GenerateSettings().edit_fields("pair") == ("hypothesis",)
+    with pytest.raises(GenerationConfigError):
+        GenerateSettings(fields=("text",)).edit_fields("pair")
+    assert GenerateSettings(seed=1).key() != GenerateSettings(seed=2).key()
