@@ -19,6 +19,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="show the bias statistics of the opened dataset (computed as a job)")
     parser.add_argument("--importance", action="store_true",
                         help="show the word-importance tab (with --row: the example to highlight)")
+    parser.add_argument("--review", action="store_true",
+                        help="show the Counterbias tab (with --row: the example to review)")
     parser.add_argument("--row", type=int, default=0, help="row of the dataset table to select (default 0)")
     parser.add_argument("--exit-after", type=int, metavar="MS", help="quit after MS milliseconds")
     return parser
@@ -50,6 +52,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.importance:
         window.examples.table.selectRow(args.row)
         window.show_importance_tab()
+    if args.review:
+        window.examples.table.selectRow(args.row)
+        window.show_review_tab()
     if args.screenshot is not None:
         def grab() -> None:
             if window.jobs.is_busy:  # wait for the jobs started above

@@ -26,6 +26,7 @@ from app.jobs import JobRunner
 from app.session import Session
 from app.settings import Settings
 from app.importance_controller import ImportanceController
+from app.review_controller import ReviewController
 from app.stats_controller import StatsController
 from engine.errors import CounterbiasError
 from engine.io import export_dataset, import_file
@@ -36,6 +37,7 @@ from widgets.examples_view import ExamplesView
 from widgets.import_wizard import ImportRequest, ImportWizard
 from widgets.importance_panel import ImportancePanel
 from widgets.jobs_panel import JobsPanel
+from widgets.review_panel import ReviewPanel
 from widgets.models.datasets_model import DatasetsTableModel
 from widgets.stats_panel import StatsPanel
 
@@ -64,9 +66,12 @@ class MainWindow(QMainWindow):
         self.tabs.addTab(self.stats_panel, "Bias statistics")
         self.importance_panel = ImportancePanel(self)
         self.tabs.addTab(self.importance_panel, "Word importance")
+        self.review_panel = ReviewPanel(self)
+        self.tabs.addTab(self.review_panel, "Counterbias")
         self.setCentralWidget(self.tabs)
         self.stats = StatsController(self, self.stats_panel)
         self.importance = ImportanceController(self, self.importance_panel)
+        self.review = ReviewController(self, self.review_panel)
         self.tabs.currentChanged.connect(self._tab_changed)
         self.detail = DetailPane(self)
         self.jobs_panel = JobsPanel(self.jobs.model, cancel=self.jobs.cancel, parent=self)
@@ -128,6 +133,12 @@ class MainWindow(QMainWindow):
         file_menu.addActions([self.import_action, self.export_action])
         file_menu.addSeparator()
         file_menu.addAction(self.quit_action)
+        edit_menu = self.menuBar().addMenu("&Edit")
+        self.undo_action = self.review.undo_stack.createUndoAction(self, "&Undo")
+        self.undo_action.setShortcut(QKeySequence.StandardKey.Undo)
+        self.redo_action = self.review.undo_stack.createRedoAction(self, "&Redo")
+        self.redo_action.setShortcuts([QKeySequence("Ctrl+Shift+Z"), QKeySequence.StandardKey.Redo])
+        edit_menu.addActions([self.undo_action, self.redo_action])
         find = self._action("Find", lambda: self.examples.search.setFocus(), QKeySequence.StandardKey.Find)
         self.addAction(find)
         view_menu = self.menuBar().addMenu("&View")
@@ -209,6 +220,7 @@ class MainWindow(QMainWindow):
             self.examples.table.selectRow(0)
         self.stats.dataset_changed(dataset)
         self.importance.dataset_changed(dataset)
+        self.review.dataset_changed(dataset)
         self._update_actions()
 
     def show_examples_tab(self) -> None:
@@ -220,13 +232,19 @@ class MainWindow(QMainWindow):
     def _example_selected(self, row: dict | None) -> None:
         self.detail.show_example(row, self.current_dataset.labels if self.current_dataset else [])
         self.importance.example_selected(row)
+        self.review.example_selected(row)
 
     def _tab_changed(self, index: int) -> None:
         if self.tabs.widget(index) is self.importance_panel:
             self.importance.refresh_example()
+        elif self.tabs.widget(index) is self.review_panel:
+            self.review.refresh()
 
     def show_importance_tab(self) -> None:
         self.tabs.setCurrentWidget(self.importance_panel)
+
+    def show_review_tab(self) -> None:
+        self.tabs.setCurrentWidget(self.review_panel)
 
     # ------------------------------------------------------------------ import / export
     def import_dialog(self, path: str | Path | None = None) -> ImportWizard | None:

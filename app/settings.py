@@ -19,6 +19,14 @@ DEFAULTS: dict[str, Any] = {
     "window_geometry": QByteArray(),
     "window_state": QByteArray(),
     "search_debounce_ms": 250,
+    # LLM used for counterbias generation (never an API key: only the NAME of its variable)
+    "llm_backend": "local",
+    "llm_model": "qwen2.5-coder-1.5b",
+    "llm_base_url": "",
+    "llm_api_key_env": "",
+    "llm_concurrency": 8,
+    "llm_temperature": 0.7,
+    "llm_samples": 1,
 }
 
 
@@ -51,6 +59,11 @@ class Settings:
         value = self._q.value(key, default)
         if isinstance(default, bool):
             return value in (True, "true", "1", 1)
+        if isinstance(default, float):
+            try:
+                return float(value)
+            except (TypeError, ValueError):
+                return default
         if isinstance(default, int):
             try:
                 return int(value)

@@ -1,0 +1,413 @@
+"""Runs counterbias generation, review decisions (undoable), triple edits and augmentation for the
+:class:`~widgets.review_panel.ReviewPanel`.
+
+Generation, the augmented dataset and the LLM connection test run as jobs; review decisions
+and triple edits are quick single writes done on the GUI thread. Every decision is a
+:class:`DecisionCommand` on :attr:`ReviewController.undo_stack` (Edit ▸ Undo / Redo), whose
+undo calls :func:`engine.counterbias.review.restore`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from PySide6.QtCore import QObject
+from PySide6.QtGui import QUndoCommand, QUndoStack
+
+from engine.errors import CounterbiasError
+from engine.llm.base import Usage
+from engine.store import DatasetInfo
+from widgets.error_dialog import show_error
+from widgets.llm_dialog import FIELDS, LLMDialog, config_from_values, usage_text
+from widgets.review_panel import ReviewPanel
+from widgets.triples_view import SentenceRow
+
+if TYPE_CHECKING:
+    from engine.counterbias.review import CandidateState
+    from engine.llm.config import LLMConfig
+    from engine.progress import CancelToken, ProgressFn
+    from app.main_window import MainWindow
+
+#: The message of the connection test (answered in a word or two by any chat model).
+TEST_PROMPT = "Reply with the single word: ready"
+
+
+def send_test_chat(config: LLMConfig, *, progress: ProgressFn, cancel: CancelToken) -> Any:
+    """Send :data:`TEST_PROMPT` with ``config`` and return the :class:`~engine.llm.base.ChatResult` (a job).
+
+    Raises
+    ------
+    LLMError
+        The named error of the backend (unreachable, auth, unknown model, …).
+    """
+    from engine.llm.registry import create_backend
+
+    cancel.raise_if_cancelled()
+    progress(0.1, f"test chat to {config.backend}:{config.model}")
+    backend = create_backend(config)
+    try:
+        return backend.chat([{"role": "user", "content": TEST_PROMPT}], {"max_tokens": 8, "temperature": 0.0})
+    finally:
+        backend.close()
+
+
+def augment(project: Any, dataset_id: int, *, progress: ProgressFn, cancel: CancelToken) -> Any:
+    """:func:`~engine.counterbias.augment.build_augmented_dataset` as a job."""
+    from engine.counterbias.augment import build_augmented_dataset
+
+    cancel.raise_if_cancelled()
+    progress(0.0, "building the augmented dataset")
+    return build_augmented_dataset(project, dataset_id)
+
+
+class DecisionCommand(QUndoCommand):
+    """One review decision, already applied when pushed; undo restores the state before it.
+
+    Parameters
+    ----------
+    controller
+        The review controller (it applies decisions and refreshes the view).
+    candidate_id, status, text
+        The decision (``text``: an edit).
+    before
+        The candidate's state before the decision (from ``set_decision``).
+    """
+
+    def __init__(self, controller: ReviewController, candidate_id: int, status: str, text: str | None,
+                 before: CandidateState) -> None:
+        verb = "Edit" if text is not None else {"accepted": "Accept", "rejected": "Reject"}.get(status, "Decide")
+        super().__init__(f"{verb} candidate {candidate_id}")
+        self.controller = controller
+        self.candidate_id = candidate_id
+        self.status = status
+        self.text = text
+        self.before = before
+        self._applied = True  # pushed after the first application
+
+    def redo(self) -> None:
+        if self._applied:
+            return
+        from engine.counterbias.review import set_decision
+
+        self.controller.run_write(set_decision, self.candidate_id, self.status, self.text)
+        self._applied = True
+        self.controller.candidate_changed(self.candidate_id)
+
+    def undo(self) -> None:
+        from engine.counterbias.review import restore
+
+        self.controller.run_write(restore, self.candidate_id, self.before)
+        self._applied = False
+        self.controller.candidate_changed(self.candidate_id)
+
+
+class ReviewController(QObject):
+    """Connects the review panel to generation, review, triple edits and augmentation."""
+
+    def __init__(self, window: MainWindow, panel: ReviewPanel) -> None:
+        super().__init__(window)
+        self.window = window
+        self.panel = panel
+        self.example: dict | None = None
+        self.last_usage: Usage | None = None
+        self.undo_stack = QUndoStack(self)
+        self.llm_dialog: LLMDialog | None = None
+        self.last_test: Any = None
+        #: Re-run rewrite, reconstruction and judge for an example when its triples are edited.
+        self.regenerate_on_edit = True
+        panel.generateRequested.connect(self.generate)
+        panel.augmentRequested.connect(self.build_augmented)
+        panel.llmSettingsRequested.connect(self.open_llm_dialog)
+        panel.decisionRequested.connect(self.decide)
+        panel.triples.triplesEdited.connect(self.save_triples)
+        self._show_llm_summary()
+
+    # ------------------------------------------------------------------ LLM settings
+    def llm_values(self) -> dict[str, Any]:
+        """The stored LLM settings (keys of :data:`widgets.llm_dialog.FIELDS`)."""
+        return {key: self.window.settings.get(f"llm_{key}") for key in FIELDS}
+
+    def set_llm_values(self, values: dict[str, Any]) -> None:
+        """Store LLM settings (never a key: ``api_key_env`` is a variable *name*)."""
+        for key in FIELDS:
+            if key in values:
+                self.window.settings.set(f"llm_{key}", values[key])
+        self._show_llm_summary()
+
+    def llm_config(self) -> LLMConfig:
+        """The :class:`LLMConfig` of the stored settings (raises ``LLMConfigError``)."""
+        return config_from_values(self.llm_values())
+
+    def _show_llm_summary(self) -> None:
+        values = self.llm_values()
+        where = f" @ {values['base_url']}" if values["backend"] == "openai" and values["base_url"] else ""
+        self.panel.set_llm_summary(f"LLM: {values['backend']}:{values['model']}{where} · "
+                                   f"{values['samples']} sample(s), T={values['temperature']:g}")
+
+    def open_llm_dialog(self) -> LLMDialog:
+        """Open the LLM settings dialog (non-blocking); OK stores the values. Returns it (for tests)."""
+        dialog = LLMDialog(self.llm_values(), self.window)
+        dialog.testRequested.connect(lambda config: self.test_connection(config, dialog))
+        dialog.accepted.connect(lambda: self.set_llm_values(dialog.values()))
+        dialog.finished.connect(lambda _: setattr(self, "llm_dialog", None))
+        dialog.set_usage(self.last_usage, self._total_usage())
+        self.llm_dialog = dialog
+        dialog.open()
+        return dialog
+
+    def test_connection(self, config: LLMConfig, dialog: LLMDialog | None = None) -> Any:
+        """Send one tiny chat with ``config`` as a job; the answer or named error goes to ``dialog``."""
+        job = self.window.jobs.start(send_test_chat, config, title=f"Test LLM {config.backend}:{config.model}")
+        job.silent_failure = True  # shown in the dialog, not as a message box
+
+        def done(result: Any) -> None:
+            self.last_test = result
+            if dialog is not None:
+                dialog.show_answer(result.text, result.model, result.usage)
+
+        def failed(exc: BaseException, tb: str) -> None:
+            self.last_test = exc
+            if dialog is not None:
+                dialog.show_failure(exc)
+
+        job.on_finished(done)
+        job.on_failed(failed)
+        job.on_cancelled(lambda: dialog.set_busy(False) if dialog is not None else None)
+        return job
+
+    # ------------------------------------------------------------------ tokens
+    def _total_usage(self) -> Usage:
+        from engine.counterbias.review import token_usage
+
+        project = self.window.session.project
+        return token_usage(project) if project is not None else Usage()
+
+    def update_tokens(self) -> None:
+        total = self._total_usage()
+        last = f"last run {usage_text(self.last_usage)} · " if self.last_usage is not None else ""
+        self.panel.set_tokens(f"Tokens: {last}project total {total.total_tokens:,}")
+        self.panel.tokens_label.setToolTip(f"Project total (generate + triples runs): {usage_text(total)}")
+        if self.llm_dialog is not None:
+            self.llm_dialog.set_usage(self.last_usage, total)
+
+    # ------------------------------------------------------------------ dataset / example
+    def dataset_changed(self, dataset: DatasetInfo | None) -> None:
+        self.undo_stack.clear()
+        self.example = None
+        self.reload_candidates()
+        self.refresh_example()
+        self.update_tokens()
+
+    def example_selected(self, row: dict | None) -> None:
+        self.example = row
+        if self.window.tabs.currentWidget() is self.panel:
+            self.refresh_example()
+
+    def refresh(self) -> None:
+        """Re-read the shown example's triples and the candidates (the tab became visible)."""
+        self.reload_candidates()
+        self.refresh_example()
+        self.update_tokens()
+
+    def refresh_example(self) -> None:
+        """Show the selected example's sentences, triples and categories."""
+        from engine.counterbias.review import example_triples
+
+        project, dataset, example = self.window.session.project, self.window.current_dataset, self.example
+        if project is None or dataset is None or example is None:
+            self.panel.show_example(None, [])
+            return
+        try:
+            shown = example_triples(project, dataset.id, int(example["id"]))
+        except CounterbiasError as exc:
+            self.panel.show_example(None, [], message=exc.message)
+            return
+        rows = [SentenceRow(s.field, s.index, s.sentence, [list(t) for t in s.triples], list(s.categories),
+                            list(s.edited)) for s in shown.sentences]
+        message = ""
+        if not shown.principal and not shown.spurious:
+            message = "No principal/spurious words for this example yet: explain it in the Word importance tab."
+        elif not shown.has_triples:
+            message = "No triples yet: Generate extracts them first."
+        self.panel.show_example(example, rows if shown.has_triples else [], multi_field=len(dataset.text_fields) > 1,
+                                message=message)
+
+    def reload_candidates(self) -> None:
+        """List the shown dataset's candidates (with their originals, for the diffs)."""
+        from engine.counterbias.review import candidate_rows
+
+        project, dataset = self.window.session.project, self.window.current_dataset
+        if project is None or dataset is None:
+            self.panel.set_candidates([])
+            return
+        rows = candidate_rows(project, dataset_id=dataset.id)
+        self.panel.set_candidates(self._with_originals(rows))
+
+    def _with_originals(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        project = self.window.session.project
+        examples = {int(e["id"]): e for e in project.examples(sorted({int(r["example_id"]) for r in rows}))}
+        out = []
+        for r in rows:
+            ex = examples.get(int(r["example_id"]), {})
+            out.append({**r, "original": {f: ex.get(f) for f in ("text", "premise", "hypothesis")},
+                        "original_label": ex.get("label")})
+        return out
+
+    def candidate_changed(self, candidate_id: int) -> None:
+        """Re-read one candidate after a decision (or its undo) and show it."""
+        from engine.counterbias.review import load_candidate
+
+        try:
+            cand = load_candidate(self.window.session.project, candidate_id)
+        except CounterbiasError:
+            self.reload_candidates()
+            return
+        self.panel.update_candidate(self._with_originals([cand])[0])
+
+    # ------------------------------------------------------------------ decisions
+    def run_write(self, fn: Any, *args: Any) -> Any:
+        """Call ``fn(project, *args)``; a named error is shown, not raised (returns ``None``)."""
+        try:
+            return fn(self.window.session.project, *args)
+        except CounterbiasError as exc:
+            show_error(self.window, exc).open()
+            return None
+
+    def decide(self, decision: str) -> None:
+        """``"accepted"`` / ``"rejected"`` the current candidate, or ``"edit"`` its text."""
+        cand = self.panel.current_candidate()
+        if cand is None or self.window.session.project is None:
+            return
+        if decision == "edit":
+            self.edit_current()
+            return
+        if cand["status"] == "failed":
+            self.window.statusBar().showMessage("A failed candidate has nothing to decide on: Generate again.", 6000)
+            return
+        self.apply_decision(int(cand["id"]), decision)
+
+    def apply_decision(self, candidate_id: int, status: str, text: str | None = None) -> bool:
+        """Record a decision and push it on the undo stack; return whether it was recorded."""
+        from engine.counterbias.review import set_decision
+
+        before = self.run_write(set_decision, candidate_id, status, text)
+        if before is None:
+            return False
+        self.undo_stack.push(DecisionCommand(self, candidate_id, status, text, before))
+        self.candidate_changed(candidate_id)
+        self.panel.table.setFocus()
+        return True
+
+    def edit_current(self) -> Any:
+        """Open the editor on the current candidate; saving accepts it with the new text."""
+        cand = self.panel.current_candidate()
+        if cand is None:
+            return None
+        if cand["status"] == "failed":
+            self.window.statusBar().showMessage("A failed candidate has no text to edit: Generate again.", 6000)
+            return None
+        dialog = self.panel.open_editor(cand)
+        cid = int(cand["id"])
+        dialog.accepted.connect(lambda: self.apply_decision(cid, "accepted", dialog.text()))
+        return dialog
+
+    # ------------------------------------------------------------------ triples
+    def save_triples(self, field: str, sentence_index: int, triples: list) -> None:
+        """Store an edited sentence's triples; drops the example's undecided candidates."""
+        from engine.triples import replace_triples
+
+        if self.example is None:
+            return
+        edit = self.run_write(replace_triples, int(self.example["id"]), field, sentence_index, triples)
+        if edit is None:
+            self.refresh_example()
+            return
+        if edit.discarded:
+            # the undo history may name deleted candidates
+            self.undo_stack.clear()
+        self.reload_candidates()
+        self.refresh_example()
+        dropped = f"; {len(edit.discarded)} undecided candidate(s) replaced" if edit.discarded else ""
+        self.panel.set_message(f"Saved {edit.stored} triple(s) of sentence {sentence_index + 1} ({field}){dropped}.")
+        if self.regenerate_on_edit and edit.stored:
+            # editing re-runs what follows: rewrite, reconstruction and judge for this example
+            self.generate(scope="example")
+
+    # ------------------------------------------------------------------ jobs
+    def selected_ids(self) -> list[int]:
+        """Example ids selected in the Examples table (or the current example)."""
+        view = self.window.examples
+        rows = sorted({i.row() for i in view.table.selectionModel().selectedRows()})
+        ids = [view.model.example_id_at(r) for r in rows]
+        return ids or ([int(self.example["id"])] if self.example else [])
+
+    def generate(self, scope: str = "selection") -> Any:
+        """Run :func:`~engine.counterbias.generate.generate_counterbias` on the selection or all, as a job."""
+        from engine.counterbias import GenerateSettings, generate_counterbias
+
+        dataset, project = self.window.current_dataset, self.window.session.project
+        if dataset is None or project is None:
+            return None
+        ids = None
+        if scope == "example":
+            if self.example is None:
+                return None
+            ids = [int(self.example["id"])]
+        elif scope == "selection":
+            ids = self.selected_ids()
+            if not ids:
+                self.window.statusBar().showMessage("Select rows in the Examples tab first.", 6000)
+                return None
+        values = self.llm_values()
+        try:
+            config = self.llm_config()
+            settings = GenerateSettings(samples=int(values["samples"]), temperature=float(values["temperature"]))
+        except CounterbiasError as exc:
+            show_error(self.window, exc).open()
+            return None
+        count = len(ids) if ids is not None else dataset.row_count
+        self.panel.set_busy(True)
+        self.panel.set_message(f"Generating for {count:,} example(s) with {config.backend}:{config.model}…")
+        job = self.window.jobs.start(generate_counterbias, project, dataset.id, ids, config, settings=settings,
+                                     title=f"Counterbias for {count:,} examples of {dataset.name}")
+
+        def done(result: Any) -> None:
+            self.last_usage = result.usage
+            self._job_ended()
+            failed = f", {len(result.failed)} failed (select one to see why)" if result.failed else ""
+            skipped = f", {result.skipped} already made" if result.skipped else ""
+            self.panel.set_message(f"{len(result.created)} candidate(s) made{failed}{skipped} in "
+                                   f"{result.seconds:.1f} s; {usage_text(result.usage)}.")
+            self.panel.table.setFocus()
+
+        job.on_finished(done)
+        job.on_failed(lambda exc, tb: (self._job_ended(), self.panel.set_message(f"Generation failed: {exc}")))
+        job.on_cancelled(lambda: (self._job_ended(), self.panel.set_message(
+            "Cancelled; finished candidates are kept and Generate resumes.")))
+        return job
+
+    def _job_ended(self) -> None:
+        self.panel.set_busy(False)
+        self.refresh()
+
+    def build_augmented(self) -> Any:
+        """Build the augmented dataset (originals + accepted candidates) as a job; refresh the datasets."""
+        dataset = self.window.current_dataset
+        if dataset is None:
+            return None
+        self.panel.set_busy(True)
+        job = self.window.jobs.start(augment, self.window.session.project, dataset.id,
+                                     title=f"Build augmented dataset of {dataset.name}")
+
+        def done(result: Any) -> None:
+            self.panel.set_busy(False)
+            self.window.session.refresh_datasets()
+            text = (f"Created dataset {result.dataset.name!r}: {result.original:,} originals + "
+                    f"{result.added:,} accepted candidates.")
+            self.panel.set_message(text)
+            self.window.statusBar().showMessage(text, 8000)
+
+        job.on_finished(done)
+        job.on_failed(lambda exc, tb: self.panel.set_busy(False))
+        job.on_cancelled(lambda: self.panel.set_busy(False))
+        return job

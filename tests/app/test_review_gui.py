@@ -1,0 +1,214 @@
+"""The Counterbias tab in the real window: LLM settings and test, generate, review by keyboard, undo,
+edit triples, build the augmented dataset. The LLM is a real loopback HTTP server with scripted answers."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+pytest.importorskip("torch")
+
+from PySide6.QtCore import QItemSelection, QItemSelectionModel, Qt  # noqa: E402
+
+from app.main_window import MainWindow  # noqa: E402
+from app.settings import Settings  # noqa: E402
+from engine.counterbias import candidate_rows, load_candidate  # noqa: E402
+from engine.errors import CounterbiasError  # noqa: E402
+from engine.triples import TripleEditError, load_triple_records, replace_triples  # noqa: E402
+from tests.engine.counterbias.conftest import voted_project_template  # noqa: E402, F401
+from tests.engine.counterbias.scripted_llm import scripted_reply  # noqa: E402
+from tests.engine.llm.stub_server import StubServer  # noqa: E402
+
+
+@pytest.fixture
+def server():
+    s = StubServer(reply=scripted_reply).start()
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def window(qtbot, tmp_path, voted_project_template):  # noqa: F811
+    src = voted_project_template
+    dst = tmp_path / src.name
+    shutil.copy(src, dst)
+    files = src.parent / f"{src.stem}_files"
+    if files.exists():
+        shutil.copytree(files, tmp_path / f"{src.stem}_files")
+    win = MainWindow(Settings())
+    qtbot.addWidget(win)
+    win.resize(1500, 950)
+    win.show()
+    assert win.open_project(dst)
+    yield win
+    win.jobs.wait_for_done(30_000)
+    win.close()
+
+
+def _select_rows(win, rows):
+    table = win.examples.table
+    model = table.model()
+    selection = QItemSelection()
+    for r in rows:
+        selection.select(model.index(r, 0), model.index(r, model.columnCount() - 1))
+    table.selectionModel().select(selection, QItemSelectionModel.SelectionFlag.ClearAndSelect
+                                  | QItemSelectionModel.SelectionFlag.Rows)
+
+
+def _configure_llm(win, qtbot, server):
+    dialog = win.review.open_llm_dialog()
+    dialog.backend.setCurrentIndex(dialog.backend.findData("openai"))
+    dialog.model.setCurrentText("stub")
+    dialog.base_url.setText(server.base_url)
+    dialog.api_key_env.setText("")
+    dialog.samples.setValue(1)
+    with qtbot.waitSignal(win.jobs.done, timeout=30_000):
+        dialog.test_button.click()
+    assert dialog.result.text().startswith("Connected"), dialog.result.text()
+    # a bad address is a named error shown in the dialog
+    dialog.base_url.setText("ftp://nowhere")
+    dialog.test_button.click()
+    assert "[CB7" in dialog.result.text() and "What to do" in dialog.result.text()
+    dialog.base_url.setText(server.base_url)
+    dialog.accept()
+    assert win.settings.get("llm_backend") == "openai"
+    assert win.settings.get("llm_base_url") == server.base_url
+    assert "stub" in win.review_panel.llm_label.text()
+
+
+def test_generate_review_undo_and_augment(window, qtbot, server):
+    win, panel, ctl = window, window.review_panel, window.review
+    project = win.session.project
+    dataset = win.current_dataset
+    _configure_llm(win, qtbot, server)
+
+    _select_rows(win, [0, 1, 2])
+    win.show_review_tab()
+    ids = ctl.selected_ids()
+    assert len(ids) == 3
+    with qtbot.waitSignal(win.jobs.done, timeout=120_000):
+        panel.generate_selection.click()
+    rows = candidate_rows(project, dataset_id=dataset.id)
+    assert {r["example_id"] for r in rows} == set(ids)
+    proposed = [r for r in rows if r["status"] == "proposed"]
+    assert proposed, [r["meta"].get("error") for r in rows]
+    assert "candidate(s) made" in panel.message.text()
+    assert ctl.last_usage is not None and ctl.last_usage.total_tokens > 0
+    assert "project total" in panel.tokens_label.text()
+
+    # the selected example's triples are shown, coloured by category
+    shown = panel.triples.sentences()
+    assert shown and any(s.triples for s in shown)
+    cats = {c for s in shown for c in s.categories}
+    assert cats <= {"principal", "spurious", "normal"}
+    assert panel.triples.table.rowCount() >= 1
+
+    # whole-dataset scope lists every candidate; diff and scores in the detail
+    panel.scope.setCurrentIndex(panel.scope.findData("dataset"))
+    assert panel.proxy.rowCount() == len(rows)
+    table = panel.table
+    table.setFocus()
+    panel.select_candidate(proposed[0]["id"])
+    html = panel.detail.html_source
+    assert "Ensemble judge" in html and "P(target)" in html
+    assert "line-through" in html or "#dcf5dc" in html  # the word diff
+
+    # keyboard review: a, down, x, e
+    first = panel.current_candidate_id()
+    qtbot.keyClick(table, Qt.Key.Key_A)
+    assert load_candidate(project, first)["status"] == "accepted"
+    assert win.undo_action.isEnabled()
+    panel.select_candidate(first)
+    qtbot.keyClick(table, Qt.Key.Key_Down)
+    second = panel.current_candidate_id()
+    assert second != first
+    qtbot.keyClick(table, Qt.Key.Key_X)
+    assert load_candidate(project, second)["status"] == "rejected"
+
+    # undo / redo through the Edit menu actions
+    win.undo_action.trigger()
+    assert load_candidate(project, second)["status"] == "proposed"
+    win.redo_action.trigger()
+    assert load_candidate(project, second)["status"] == "rejected"
+    win.undo_action.trigger()
+
+    # edit: the dialog's text is saved as accepted; undo puts the generated text back
+    panel.select_candidate(second)
+    before = load_candidate(project, second)
+    qtbot.keyClick(table, Qt.Key.Key_E)
+    dialog = panel.edit_dialog
+    assert dialog is not None
+    dialog.editor.setPlainText("An analyst's counterfactual sentence.")
+    dialog.accept()
+    edited = load_candidate(project, second)
+    assert edited["status"] == "accepted" and edited["text"] == "An analyst's counterfactual sentence."
+    assert "Edited by you" in panel.detail.html_source
+    win.undo_action.trigger()
+    restored = load_candidate(project, second)
+    assert restored["status"] == before["status"] and restored["text"] == before["text"]
+    win.redo_action.trigger()
+    assert load_candidate(project, second)["status"] == "accepted"
+
+    # failed candidates show their error (if the scripted LLM produced any)
+    for r in rows:
+        if r["status"] == "failed":
+            panel.select_candidate(r["id"])
+            assert "Failed at step" in panel.detail.html_source
+
+    # status filter
+    panel.status_filter.setCurrentIndex(panel.status_filter.findText("Accepted"))
+    assert {c["status"] for c in panel.visible_candidates()} == {"accepted"}
+    panel.status_filter.setCurrentIndex(0)
+
+    # build the augmented dataset: a new 'augmented' version with the accepted candidates
+    n_before = len(win.session.datasets)
+    with qtbot.waitSignal(win.jobs.done, timeout=30_000):
+        panel.augment_button.click()
+    datasets = win.session.datasets
+    assert len(datasets) == n_before + 1
+    augmented = datasets[-1]
+    assert augmented.kind == "augmented" and augmented.row_count == dataset.row_count + 2
+    assert win.datasets_model.rowCount() == len(datasets)
+
+
+def test_editing_triples_discards_undecided_candidates(window, qtbot, server):
+    win, panel, ctl = window, window.review_panel, window.review
+    project = win.session.project
+    dataset = win.current_dataset
+    ctl.set_llm_values({"backend": "openai", "model": "stub", "base_url": server.base_url, "samples": 1})
+    win.examples.table.selectRow(3)
+    win.show_review_tab()
+    example_id = int(ctl.example["id"])
+    with qtbot.waitSignal(win.jobs.done, timeout=120_000):
+        panel.generate_selection.click()
+    made = candidate_rows(project, example_ids=[example_id])
+    assert made
+
+    # edit the subject of the first triple in the table: the stale candidates go, and the
+    # rest of the pipeline (rewrite, reconstruction, judge) re-runs for this example at once
+    view = panel.triples
+    row = view.row_of(0, 0)
+    assert row is not None
+    with qtbot.waitSignal(win.jobs.done, timeout=120_000):
+        view.table.item(row, view.SUBJECT).setText("The analyst")
+        records = load_triple_records(project, example_id)
+        first = [r for r in records if r.sentence_index == 0][0]
+        assert first.triple.subject == "The analyst" and first.edited
+        assert not candidate_rows(project, example_ids=[example_id])  # the stale ones are gone
+    again = candidate_rows(project, example_ids=[example_id])
+    assert len(again) == len(made) and {r["run_id"] for r in again}.isdisjoint({m["run_id"] for m in made})
+    fields = again[0]["meta"]["fields"][0]
+    assert fields["triples"][0][0] == "The analyst"
+    # the edited triple stays marked (italic) and is categorised again by the new generation
+    assert view.table.item(view.row_of(0, 0), view.SUBJECT).font().italic()
+    assert panel.proxy.rowCount() == len(again)
+
+    # an incomplete triple is not stored; a bad sentence index is a named error
+    view.add_triple()
+    assert "needs a subject" not in view.message.text()
+    with pytest.raises(TripleEditError):
+        replace_triples(project, example_id, "text", 99, [("a", "b", "c")])
+    with pytest.raises(CounterbiasError):
+        replace_triples(project, example_id, "text", 0, [("a", "", "c")])
+    assert dataset.id == win.current_dataset.id

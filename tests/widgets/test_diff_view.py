@@ -1,0 +1,89 @@
+"""Word diffs, the candidates model (qtmodeltester) and its status / example proxy."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+
+from widgets.diff_view import DELETE_STYLE, INSERT_STYLE, DiffOp, DiffView, change_counts, diff_html, word_diff
+from widgets.models.candidates_model import CandidatesProxy, CandidatesTableModel
+from widgets.review_panel import candidate_html
+
+
+def test_word_diff_marks_deletions_and_insertions():
+    ops = word_diff("I love this film.", "I hate this film.")
+    assert ops == [DiffOp("equal", "I"), DiffOp("delete", "love"), DiffOp("insert", "hate"),
+                   DiffOp("equal", "this film.")]
+    assert word_diff("same  words", "same words") == [DiffOp("equal", "same words")]
+    assert change_counts("a b c", "a x y c") == (1, 2)
+    assert word_diff("", "new text") == [DiffOp("insert", "new text")]
+
+
+def test_diff_html_escapes_data(qtbot):
+    out = diff_html("a <b>bold</b> claim", "a <i>meek</i> claim")
+    assert "<b>bold" not in out and "&lt;b&gt;bold&lt;/b&gt;" in out
+    assert f'<span style="{DELETE_STYLE}">&lt;b&gt;bold&lt;/b&gt;</span>' in out
+    assert f'<span style="{INSERT_STYLE}">&lt;i&gt;meek&lt;/i&gt;</span>' in out
+    view = DiffView()
+    qtbot.addWidget(view)
+    view.show_html(out)
+    assert "meek" in view.toPlainText() and view.html_source == out
+
+
+def _cand(cid, example, status, text, *, flipped=None, prob=None, kept=None, error=None):
+    scores = {}
+    if flipped is not None:
+        scores = {"judge": {"members": {"m1": {"label": "neg", "target_prob": prob}}, "predicted": "neg",
+                            "flipped": flipped, "left_original": flipped, "target_prob": prob},
+                  "spurious_kept": kept, "missing_spurious": [] if kept else ["he"], "passes": bool(flipped and kept)}
+    meta = {"generated": {"text": text}, "keep_words": ["he"], "original_label": "pos", "error": error,
+            "fields": [{"field": "text", "triples": [["he", "loves", "it"]], "categories": ["principal"],
+                        "rewritten": [["he", "hates", "it"]], "gender_swaps": [["he", "she"]]}]}
+    return {"id": cid, "example_id": example, "target_label": "neg", "status": status, "text": text,
+            "premise": None, "hypothesis": None, "scores": scores, "meta": meta,
+            "original": {"text": "He loves it."}, "original_label": "pos"}
+
+
+ROWS = [
+    _cand(1, 10, "proposed", "She hates it.", flipped=True, prob=0.9, kept=True),
+    _cand(2, 10, "accepted", "He hates it.", flipped=False, prob=0.2, kept=False),
+    _cand(3, 11, "failed", None, error={"step": "rewrite", "message": "Server error 500", "hint": "Retry.",
+                                         "retriable": True}),
+    _cand(4, 12, "rejected", "It is hated."),
+]
+
+
+def test_candidates_model_and_proxy(qtmodeltester):
+    model = CandidatesTableModel()
+    model.set_rows(ROWS)
+    qtmodeltester.check(model)
+    proxy = CandidatesProxy()
+    proxy.setSourceModel(model)
+    qtmodeltester.check(proxy)
+    assert model.index(0, model.FLIPPED).data() == "yes"
+    assert model.index(1, model.KEPT).data() == "no"
+    assert "he" in model.index(1, model.KEPT).data(Qt.ItemDataRole.ToolTipRole)
+    assert model.index(2, model.TEXT).data().startswith("failed at rewrite")
+    assert model.index(3, model.PROB).data() == "—"
+    proxy.set_statuses(["proposed", "failed"])
+    assert [proxy.index(r, 0).data() for r in range(proxy.rowCount())] == [1, 3]
+    proxy.set_statuses(None)
+    proxy.set_example(10)
+    assert proxy.rowCount() == 2
+    proxy.set_example(None)
+    proxy.sort(model.PROB, Qt.SortOrder.DescendingOrder)
+    assert proxy.index(0, 0).data() == 1
+    qtmodeltester.check(proxy)
+    # a decision updates one row in place
+    model.update_row({**ROWS[0], "status": "rejected"})
+    assert model.index(0, model.STATUS).data() == "rejected"
+    assert model.candidate_at(0)["original"] == {"text": "He loves it."}
+
+
+def test_candidate_html_shows_scores_steps_and_errors():
+    good = candidate_html(ROWS[0])
+    assert "line-through" in good and "She" in good and "Ensemble judge" in good and "m1" in good
+    assert "he | loves | it" in good and "he | hates | it" in good and "gender swap" in good
+    assert "all kept" in candidate_html(ROWS[0])
+    assert "missing: he" in candidate_html(ROWS[1])
+    failed = candidate_html(ROWS[2])
+    assert "Failed at step" in failed and "Server error 500" in failed and "What to do:" in failed

@@ -1,0 +1,100 @@
+"""Word-level diffs of a counterbias candidate against its original text.
+
+:func:`word_diff` compares the two texts word by word (:class:`difflib.SequenceMatcher`
+over whitespace-separated words, punctuation attached); :func:`diff_html` renders it with
+deletions in red strikethrough and insertions in green. Every piece of text is escaped:
+data never becomes markup. :class:`DiffView` is a read-only browser for such HTML.
+"""
+
+from __future__ import annotations
+
+import difflib
+import html
+from typing import Literal, NamedTuple
+
+from PySide6.QtWidgets import QTextBrowser, QWidget
+
+__all__ = ["DELETE_STYLE", "INSERT_STYLE", "DiffOp", "DiffView", "diff_html", "word_diff"]
+
+#: Style of deleted words (red, struck through).
+DELETE_STYLE = "color: #a40000; background-color: #fde0e0; text-decoration: line-through;"
+#: Style of inserted words (green).
+INSERT_STYLE = "color: #1a6b1a; background-color: #dcf5dc;"
+
+
+class DiffOp(NamedTuple):
+    """One run of the diff: ``op`` is ``"equal"``, ``"delete"`` or ``"insert"``; ``text`` its words."""
+
+    op: Literal["equal", "delete", "insert"]
+    text: str
+
+
+def word_diff(original: str, new: str) -> list[DiffOp]:
+    """The word-level edit from ``original`` to ``new``.
+
+    A replaced run becomes a ``delete`` followed by an ``insert``. Words are compared
+    exactly (case and punctuation count); whitespace differences are ignored.
+
+    Examples
+    --------
+    >>> word_diff("a good film", "a bad film")
+    [DiffOp(op='equal', text='a'), DiffOp(op='delete', text='good'), DiffOp(op='insert', text='bad'), DiffOp(op='equal', text='film')]
+    """
+    a, b = (original or "").split(), (new or "").split()
+    out: list[DiffOp] = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if tag == "equal":
+            out.append(DiffOp("equal", " ".join(a[i1:i2])))
+            continue
+        if tag in ("delete", "replace"):
+            out.append(DiffOp("delete", " ".join(a[i1:i2])))
+        if tag in ("insert", "replace"):
+            out.append(DiffOp("insert", " ".join(b[j1:j2])))
+    return out
+
+
+def diff_html(original: str, new: str) -> str:
+    """HTML of :func:`word_diff` (escaped), deletions struck through in red, insertions green."""
+    parts = []
+    for op, text in word_diff(original, new):
+        escaped = html.escape(text)
+        if op == "delete":
+            parts.append(f'<span style="{DELETE_STYLE}">{escaped}</span>')
+        elif op == "insert":
+            parts.append(f'<span style="{INSERT_STYLE}">{escaped}</span>')
+        else:
+            parts.append(escaped)
+    return " ".join(parts)
+
+
+def change_counts(original: str, new: str) -> tuple[int, int]:
+    """Words deleted and words inserted by the edit from ``original`` to ``new``."""
+    ops = word_diff(original, new)
+    deleted = sum(len(o.text.split()) for o in ops if o.op == "delete")
+    inserted = sum(len(o.text.split()) for o in ops if o.op == "insert")
+    return deleted, inserted
+
+
+class DiffView(QTextBrowser):
+    """Read-only rich-text view of a candidate (diff, scores); keeps the HTML for tests."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setOpenLinks(False)
+        self.setObjectName("diffView")
+        self._html = ""
+
+    def show_html(self, source: str) -> None:
+        """Show ``source`` (already escaped where it holds data)."""
+        self._html = source
+        self.setHtml(source)
+
+    def clear_text(self, message: str = "") -> None:
+        """Show a plain ``message`` instead of a candidate."""
+        self._html = ""
+        self.setPlainText(message)
+
+    @property
+    def html_source(self) -> str:
+        """The HTML last shown."""
+        return self._html

@@ -1,0 +1,254 @@
+"""The LLM settings dialog: backend, model, server, key variable, sampling, a connection test.
+
+The dialog edits plain values (a dict with the keys of :data:`FIELDS`) and builds an
+:class:`~engine.llm.config.LLMConfig` from them; it never holds an API key, only the *name*
+of the environment variable that does. "Test connection" emits :attr:`LLMDialog.testRequested`
+with the config; the application runs the call as a job and answers with
+:meth:`LLMDialog.show_answer` or :meth:`LLMDialog.show_failure`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QDoubleSpinBox,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from engine.errors import CounterbiasError
+from engine.llm.base import Usage
+from engine.llm.config import DEFAULT_PARAMS, LLMConfig
+
+__all__ = ["DEFAULT_VALUES", "FIELDS", "LLMDialog", "usage_text"]
+
+#: The values the dialog edits, with their defaults.
+DEFAULT_VALUES: dict[str, Any] = {
+    "backend": "local",
+    "model": "qwen2.5-coder-1.5b",
+    "base_url": "",
+    "api_key_env": "",
+    "concurrency": 8,
+    "temperature": 0.7,
+    "samples": 1,
+}
+FIELDS = tuple(DEFAULT_VALUES)
+
+_OPENAI_MODELS = ("gpt-4o-mini", "gpt-4o")
+
+
+def usage_text(usage: Usage | None) -> str:
+    """``"1,234 prompt + 56 completion tokens"`` (``"—"`` for ``None``)."""
+    if usage is None:
+        return "—"
+    return f"{usage.prompt_tokens:,} prompt + {usage.completion_tokens:,} completion tokens"
+
+
+def _local_models() -> list[str]:
+    from engine.llm.gguf import MODELS
+
+    return list(MODELS)
+
+
+class LLMDialog(QDialog):
+    """Edit the LLM settings; test them against the server.
+
+    Parameters
+    ----------
+    values
+        Current values (missing keys take :data:`DEFAULT_VALUES`).
+    parent
+        Parent widget.
+    """
+
+    testRequested = Signal(object)
+    """``testRequested(LLMConfig)`` — send one tiny chat with this config."""
+
+    def __init__(self, values: Mapping[str, Any] | None = None, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("LLM settings")
+        self.setObjectName("llmDialog")
+        values = {**DEFAULT_VALUES, **(values or {})}
+        self.backend = QComboBox()
+        self.backend.addItem("local (bundled model, in-process)", "local")
+        self.backend.addItem("openai (OpenAI-compatible server)", "openai")
+        self.model = QComboBox()
+        self.model.setEditable(True)
+        self.model.setMinimumContentsLength(24)
+        self.base_url = QLineEdit(placeholderText="http://127.0.0.1:8080/v1 (empty: OpenAI's service)")
+        self.api_key_env = QLineEdit(placeholderText="e.g. OPENAI_API_KEY (empty: no key)")
+        self.api_key_env.setToolTip("The NAME of the environment variable holding the key (or the keyring "
+                                    "entry of that name). The key itself is never stored.")
+        self.concurrency = QSpinBox(minimum=1, maximum=512)
+        self.concurrency.setToolTip("Requests in flight at once")
+        self.temperature = QDoubleSpinBox(minimum=0.0, maximum=2.0, singleStep=0.1, decimals=2)
+        self.samples = QSpinBox(minimum=1, maximum=50)
+        self.samples.setToolTip("Candidates per example and target label")
+        form = QFormLayout()
+        form.addRow("Backend:", self.backend)
+        form.addRow("Model:", self.model)
+        form.addRow("Base URL:", self.base_url)
+        form.addRow("API key variable:", self.api_key_env)
+        form.addRow("Concurrency:", self.concurrency)
+        form.addRow("Temperature:", self.temperature)
+        form.addRow("Samples:", self.samples)
+
+        self.test_button = QPushButton("Test connection")
+        self.test_button.clicked.connect(self.request_test)
+        self.result = QLabel("Sends one short chat with these settings.")
+        self.result.setWordWrap(True)
+        self.result.setTextFormat(Qt.TextFormat.PlainText)
+        self.result.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.result.setObjectName("llmTestResult")
+        test_row = QHBoxLayout()
+        test_row.addWidget(self.test_button)
+        test_row.addWidget(self.result, 1)
+
+        self.last_usage = QLabel("—")
+        self.total_usage = QLabel("—")
+        tokens = QGroupBox("Tokens")
+        token_form = QFormLayout(tokens)
+        token_form.addRow("Last generate run:", self.last_usage)
+        token_form.addRow("Project total (generate + triples):", self.total_usage)
+
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addLayout(form)
+        layout.addLayout(test_row)
+        layout.addWidget(tokens)
+        layout.addWidget(buttons)
+        self.resize(560, self.sizeHint().height())
+
+        self.backend.currentIndexChanged.connect(self._backend_changed)
+        self.set_values(values)
+
+    # ------------------------------------------------------------------ values
+    def set_values(self, values: Mapping[str, Any]) -> None:
+        """Show ``values`` (keys of :data:`FIELDS`)."""
+        values = {**DEFAULT_VALUES, **values}
+        index = self.backend.findData(values["backend"])
+        self.backend.setCurrentIndex(max(index, 0))
+        self._backend_changed()
+        self.model.setCurrentText(str(values["model"]))
+        self.base_url.setText(str(values["base_url"] or ""))
+        self.api_key_env.setText(str(values["api_key_env"] or ""))
+        self.concurrency.setValue(int(values["concurrency"]))
+        self.temperature.setValue(float(values["temperature"]))
+        self.samples.setValue(int(values["samples"]))
+
+    def values(self) -> dict[str, Any]:
+        """The edited values (keys of :data:`FIELDS`)."""
+        return {
+            "backend": self.backend.currentData(),
+            "model": self.model.currentText().strip(),
+            "base_url": self.base_url.text().strip(),
+            "api_key_env": self.api_key_env.text().strip(),
+            "concurrency": self.concurrency.value(),
+            "temperature": round(self.temperature.value(), 2),
+            "samples": self.samples.value(),
+        }
+
+    def config(self) -> LLMConfig:
+        """The :class:`LLMConfig` of the edited values.
+
+        Raises
+        ------
+        LLMConfigError
+            Values an LLM config refuses (no model, a URL with credentials, a key instead of a variable name).
+        """
+        return config_from_values(self.values())
+
+    def set_usage(self, last: Usage | None, total: Usage) -> None:
+        """Token counters: the last generate run (``None``: none in this session) and the project's total."""
+        self.last_usage.setText(usage_text(last))
+        self.total_usage.setText(usage_text(total))
+
+    # ------------------------------------------------------------------ the test
+    def request_test(self) -> None:
+        """Validate the values and ask for a connection test."""
+        try:
+            config = self.config()
+        except CounterbiasError as exc:
+            self.show_failure(exc)
+            return
+        self.set_busy(True)
+        self.result.setText(f"Sending a test chat to {config.backend}:{config.model}…")
+        self.testRequested.emit(config)
+
+    def set_busy(self, busy: bool) -> None:
+        self.test_button.setEnabled(not busy)
+
+    def show_answer(self, text: str, model: str = "", usage: Usage | None = None) -> None:
+        """The test chat succeeded: show the (untrusted, plain-text) answer."""
+        self.set_busy(False)
+        who = f" ({model})" if model else ""
+        used = f" — {usage_text(usage)}" if usage is not None else ""
+        self.result.setText(f"Connected{who}: {text.strip()[:300]!r}{used}")
+        self.result.setStyleSheet("color: #1a6b1a;")
+
+    def show_failure(self, exc: BaseException) -> None:
+        """The test (or the settings) failed: show the named error and what to do."""
+        self.set_busy(False)
+        if isinstance(exc, CounterbiasError):
+            text = f"{exc.title} [{exc.code}]: {exc.message}"
+            if exc.hint:
+                text += f"\nWhat to do: {exc.hint}"
+        else:
+            text = f"{type(exc).__name__}: {exc}"
+        self.result.setText(text)
+        self.result.setStyleSheet("color: #a40000;")
+
+    def accept(self) -> None:
+        """Close only with values an LLM config accepts."""
+        try:
+            self.config()
+        except CounterbiasError as exc:
+            self.show_failure(exc)
+            return
+        super().accept()
+
+    def _backend_changed(self) -> None:
+        local = self.backend.currentData() == "local"
+        current = self.model.currentText()
+        self.model.blockSignals(True)
+        self.model.clear()
+        self.model.addItems(_local_models() if local else list(_OPENAI_MODELS))
+        self.model.setCurrentText(current)
+        self.model.blockSignals(False)
+        self.base_url.setEnabled(not local)
+        self.api_key_env.setEnabled(not local)
+
+
+def config_from_values(values: Mapping[str, Any]) -> LLMConfig:
+    """An :class:`LLMConfig` from dialog values (the local backend ignores URL and key variable).
+
+    Raises
+    ------
+    LLMConfigError
+        Values an LLM config refuses.
+    """
+    values = {**DEFAULT_VALUES, **values}
+    local = values["backend"] == "local"
+    return LLMConfig(
+        backend=str(values["backend"]),
+        model=str(values["model"]).strip(),
+        base_url=None if local or not values["base_url"] else str(values["base_url"]).strip(),
+        api_key_env=None if local or not values["api_key_env"] else str(values["api_key_env"]).strip(),
+        concurrency=int(values["concurrency"]),
+        params={**DEFAULT_PARAMS, "temperature": float(values["temperature"])},
+    )
