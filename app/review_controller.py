@@ -9,6 +9,7 @@ undo calls :func:`engine.counterbias.review.restore`.
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject
@@ -18,7 +19,7 @@ from engine.errors import CounterbiasError
 from engine.llm.base import Usage
 from engine.store import DatasetInfo
 from widgets.error_dialog import show_error
-from widgets.llm_dialog import FIELDS, LLMDialog, config_from_values, usage_text
+from widgets.llm_dialog import FIELDS, LLMDialog, config_from_values, settings_from_values, usage_text
 from widgets.review_panel import ReviewPanel
 from widgets.triples_view import SentenceRow
 
@@ -92,6 +93,8 @@ class DecisionCommand(QUndoCommand):
         self.controller.run_write(set_decision, self.candidate_id, self.status, self.text)
         self._applied = True
         self.controller.candidate_changed(self.candidate_id)
+        if self.text is not None:
+            self.controller.rejudge(self.candidate_id)
 
     def undo(self) -> None:
         from engine.counterbias.review import restore
@@ -99,6 +102,8 @@ class DecisionCommand(QUndoCommand):
         self.controller.run_write(restore, self.candidate_id, self.before)
         self._applied = False
         self.controller.candidate_changed(self.candidate_id)
+        if self.text is not None:
+            self.controller.rejudge(self.candidate_id)
 
 
 class ReviewController(QObject):
@@ -113,6 +118,15 @@ class ReviewController(QObject):
         self.undo_stack = QUndoStack(self)
         self.llm_dialog: LLMDialog | None = None
         self.last_test: Any = None
+        #: Slots per batch of a generate job (each batch is stored, then listed while the job runs).
+        self.chunk_size = 16
+        #: Least seconds between two reloads of the candidates list while a generate job runs.
+        self.live_interval_s = 1.0
+        self._live_job: Any = None
+        self._last_live = 0.0
+        window.jobs.progressed.connect(self._live_progress)
+        #: Candidate id -> judge again when the running judge job ends (see :meth:`rejudge`).
+        self._judging: dict[int, bool] = {}
         #: Re-run rewrite, reconstruction and judge for an example when its triples are edited.
         self.regenerate_on_edit = True
         panel.generateRequested.connect(self.generate)
@@ -296,7 +310,44 @@ class ReviewController(QObject):
         self.undo_stack.push(DecisionCommand(self, candidate_id, status, text, before))
         self.candidate_changed(candidate_id)
         self.panel.table.setFocus()
+        if text is not None:
+            self.rejudge(candidate_id)
         return True
+
+    def rejudge(self, candidate_id: int) -> Any:
+        """Judge a candidate's (edited) text again with the members that judged it, as a job.
+
+        One judge job per candidate at a time: a request while one runs (an undo right after an
+        edit) makes it run once more when it ends, so the stored scores follow the newest text.
+        """
+        from engine.counterbias.review import load_candidate
+        from engine.counterbias.verify import judge_candidates
+
+        if candidate_id in self._judging:
+            self._judging[candidate_id] = True
+            return None
+        project = self.window.session.project
+        try:
+            cand = load_candidate(project, candidate_id)
+        except CounterbiasError:
+            return None
+        members = list(((cand.get("scores") or {}).get("judge") or {}).get("members") or {})
+        if not members:
+            return None
+        self._judging[candidate_id] = False
+        job = self.window.jobs.start(judge_candidates, project, [candidate_id], members,
+                                     title=f"Judge edited candidate {candidate_id}")
+
+        def ended(*_args: Any) -> None:
+            again = self._judging.pop(candidate_id, False)
+            self.candidate_changed(candidate_id)
+            if again:
+                self.rejudge(candidate_id)
+
+        job.on_finished(ended)
+        job.on_failed(ended)
+        job.on_cancelled(ended)
+        return job
 
     def edit_current(self) -> Any:
         """Open the editor on the current candidate; saving accepts it with the new text."""
@@ -343,7 +394,7 @@ class ReviewController(QObject):
 
     def generate(self, scope: str = "selection") -> Any:
         """Run :func:`~engine.counterbias.generate.generate_counterbias` on the selection or all, as a job."""
-        from engine.counterbias import GenerateSettings, generate_counterbias
+        from engine.counterbias import generate_counterbias
 
         dataset, project = self.window.current_dataset, self.window.session.project
         if dataset is None or project is None:
@@ -361,7 +412,7 @@ class ReviewController(QObject):
         values = self.llm_values()
         try:
             config = self.llm_config()
-            settings = GenerateSettings(samples=int(values["samples"]), temperature=float(values["temperature"]))
+            settings = settings_from_values(values)
         except CounterbiasError as exc:
             show_error(self.window, exc).open()
             return None
@@ -369,7 +420,9 @@ class ReviewController(QObject):
         self.panel.set_busy(True)
         self.panel.set_message(f"Generating for {count:,} example(s) with {config.backend}:{config.model}…")
         job = self.window.jobs.start(generate_counterbias, project, dataset.id, ids, config, settings=settings,
+                                     chunk_size=self.chunk_size,
                                      title=f"Counterbias for {count:,} examples of {dataset.name}")
+        self._live_job, self._last_live = job, time.monotonic()
 
         def done(result: Any) -> None:
             self.last_usage = result.usage
@@ -387,8 +440,16 @@ class ReviewController(QObject):
         return job
 
     def _job_ended(self) -> None:
+        self._live_job = None
         self.panel.set_busy(False)
         self.refresh()
+
+    def _live_progress(self, job: Any, fraction: float, message: str) -> None:
+        """While a generate job runs, list the candidates its finished batches stored."""
+        if job is not self._live_job or time.monotonic() - self._last_live < self.live_interval_s:
+            return
+        self._last_live = time.monotonic()
+        self.reload_candidates()
 
     def build_augmented(self) -> Any:
         """Build the augmented dataset (originals + accepted candidates) as a job; refresh the datasets."""

@@ -27,6 +27,11 @@ DEFAULTS: dict[str, Any] = {
     "llm_concurrency": 8,
     "llm_temperature": 0.7,
     "llm_samples": 1,
+    "llm_targets": "other",
+    "llm_seed": 13,
+    "llm_shuffle": True,
+    "llm_drop_prob": 0.1,
+    "llm_swap_gender": True,
 }
 
 

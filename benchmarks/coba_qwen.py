@@ -2,7 +2,7 @@
 
 Needs a project whose dataset holds CAD dev reviews (split ``dev``) and a trained ensemble,
 e.g. the demo project after ``counterbias train <demo> "CAD sentiment (demo)" --max-train-rows 320``.
-It votes on the 20 shortest dev reviews (IG), generates one candidate per review with the
+It votes on the 20 shortest dev reviews (IG, LIME, Shapley), generates one candidate per review with the
 local model, judges them with the ensemble and with VADER (an independent rule-based judge),
 and prints the label-flip rates and three examples. Everything is stored in the project, so a
 rerun costs nothing but the judges.
@@ -32,6 +32,7 @@ def main() -> int:
     parser.add_argument("--n", type=int, default=20)
     parser.add_argument("--model", default="qwen2.5-coder-1.5b")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--methods", default="ig,lime,shapley", help="attribution methods of the vote")
     args = parser.parse_args()
 
     from engine.attribution import VoteSettings, find_principal_words
@@ -49,10 +50,10 @@ def main() -> int:
         ids = [int(r["id"]) for r in chosen]
         members = [m.name for m in list_models(project) if m.dataset_id == dataset.id
                    and m.params.get("spec", {}).get("inputs", "auto") == "auto"]
-        print(f"members: {', '.join(f'{m.name} ({m.metrics.get('dev_accuracy', 0):.3f})' for m in list_models(project) if m.name in members)}",
-              file=sys.stderr)
+        accuracy = {m.name: m.metrics.get("dev_accuracy", 0.0) for m in list_models(project) if m.name in members}
+        print("members: " + ", ".join(f"{name} ({acc:.3f})" for name, acc in accuracy.items()), file=sys.stderr)
         t0 = time.perf_counter()
-        find_principal_words(project, dataset.id, members, methods={"ig": None}, vote=VoteSettings(k=5),
+        find_principal_words(project, dataset.id, members, methods={m: None for m in args.methods.split(",")}, vote=VoteSettings(k=5),
                              wordlists=("gender",), example_ids=ids, progress=progress)
         t_vote = time.perf_counter() - t0
         config = LLMConfig(backend="local", model=args.model, concurrency=1,

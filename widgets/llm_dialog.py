@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
     QDialogButtonBox,
+    QCheckBox,
     QDoubleSpinBox,
     QFormLayout,
     QGroupBox,
@@ -31,9 +32,10 @@ from PySide6.QtWidgets import (
 
 from engine.errors import CounterbiasError
 from engine.llm.base import Usage
+from engine.counterbias.settings import GenerateSettings
 from engine.llm.config import DEFAULT_PARAMS, LLMConfig
 
-__all__ = ["DEFAULT_VALUES", "FIELDS", "LLMDialog", "usage_text"]
+__all__ = ["DEFAULT_VALUES", "FIELDS", "LLMDialog", "config_from_values", "settings_from_values", "usage_text"]
 
 #: The values the dialog edits, with their defaults.
 DEFAULT_VALUES: dict[str, Any] = {
@@ -44,6 +46,12 @@ DEFAULT_VALUES: dict[str, Any] = {
     "concurrency": 8,
     "temperature": 0.7,
     "samples": 1,
+    # generation (CoBA) options
+    "targets": "other",
+    "seed": 13,
+    "shuffle": True,
+    "drop_prob": 0.1,
+    "swap_gender": True,
 }
 FIELDS = tuple(DEFAULT_VALUES)
 
@@ -104,7 +112,27 @@ class LLMDialog(QDialog):
         form.addRow("API key variable:", self.api_key_env)
         form.addRow("Concurrency:", self.concurrency)
         form.addRow("Temperature:", self.temperature)
-        form.addRow("Samples:", self.samples)
+
+        self.targets = QComboBox()
+        self.targets.setEditable(True)
+        self.targets.addItem("other", "other")
+        self.targets.addItem("each", "each")
+        self.targets.setToolTip("Target labels: 'other' (binary: the other label; multi-class: every other "
+                                "label), 'each' (every other label), or label names separated by commas")
+        self.seed = QSpinBox(minimum=0, maximum=2**31 - 1)
+        self.seed.setToolTip("Seeds the shuffle/drop of normal triples and the LLM's sampling")
+        self.shuffle = QCheckBox("Shuffle normal triples")
+        self.drop_prob = QDoubleSpinBox(minimum=0.0, maximum=0.9, singleStep=0.05, decimals=2)
+        self.drop_prob.setToolTip("Chance to drop each normal triple (never a principal or spurious one)")
+        self.swap_gender = QCheckBox("Swap gendered words (binary word-pair list)")
+        generation = QGroupBox("Generation")
+        gen_form = QFormLayout(generation)
+        gen_form.addRow("Samples:", self.samples)
+        gen_form.addRow("Target labels:", self.targets)
+        gen_form.addRow("Seed:", self.seed)
+        gen_form.addRow("", self.shuffle)
+        gen_form.addRow("Drop probability:", self.drop_prob)
+        gen_form.addRow("", self.swap_gender)
 
         self.test_button = QPushButton("Test connection")
         self.test_button.clicked.connect(self.request_test)
@@ -130,6 +158,7 @@ class LLMDialog(QDialog):
         layout = QVBoxLayout(self)
         layout.addLayout(form)
         layout.addLayout(test_row)
+        layout.addWidget(generation)
         layout.addWidget(tokens)
         layout.addWidget(buttons)
         self.resize(560, self.sizeHint().height())
@@ -150,6 +179,11 @@ class LLMDialog(QDialog):
         self.concurrency.setValue(int(values["concurrency"]))
         self.temperature.setValue(float(values["temperature"]))
         self.samples.setValue(int(values["samples"]))
+        self.targets.setCurrentText(str(values["targets"] or "other"))
+        self.seed.setValue(int(values["seed"]))
+        self.shuffle.setChecked(bool(values["shuffle"]))
+        self.drop_prob.setValue(float(values["drop_prob"]))
+        self.swap_gender.setChecked(bool(values["swap_gender"]))
 
     def values(self) -> dict[str, Any]:
         """The edited values (keys of :data:`FIELDS`)."""
@@ -161,6 +195,11 @@ class LLMDialog(QDialog):
             "concurrency": self.concurrency.value(),
             "temperature": round(self.temperature.value(), 2),
             "samples": self.samples.value(),
+            "targets": self.targets.currentText().strip() or "other",
+            "seed": self.seed.value(),
+            "shuffle": self.shuffle.isChecked(),
+            "drop_prob": round(self.drop_prob.value(), 2),
+            "swap_gender": self.swap_gender.isChecked(),
         }
 
     def config(self) -> LLMConfig:
@@ -172,6 +211,10 @@ class LLMDialog(QDialog):
             Values an LLM config refuses (no model, a URL with credentials, a key instead of a variable name).
         """
         return config_from_values(self.values())
+
+    def generate_settings(self) -> GenerateSettings:
+        """The :class:`GenerateSettings` of the edited values (raises ``GenerationConfigError``)."""
+        return settings_from_values(self.values())
 
     def set_usage(self, last: Usage | None, total: Usage) -> None:
         """Token counters: the last generate run (``None``: none in this session) and the project's total."""
@@ -217,6 +260,7 @@ class LLMDialog(QDialog):
         """Close only with values an LLM config accepts."""
         try:
             self.config()
+            self.generate_settings()
         except CounterbiasError as exc:
             self.show_failure(exc)
             return
@@ -251,4 +295,24 @@ def config_from_values(values: Mapping[str, Any]) -> LLMConfig:
         api_key_env=None if local or not values["api_key_env"] else str(values["api_key_env"]).strip(),
         concurrency=int(values["concurrency"]),
         params={**DEFAULT_PARAMS, "temperature": float(values["temperature"])},
+    )
+
+
+def settings_from_values(values: Mapping[str, Any]) -> GenerateSettings:
+    """The :class:`GenerateSettings` of dialog values (samples, temperature, targets, seed, shuffle/drop, gender).
+
+    Raises
+    ------
+    GenerationConfigError
+        Values the settings refuse (e.g. a drop probability out of range).
+    """
+    values = {**DEFAULT_VALUES, **values}
+    return GenerateSettings(
+        samples=int(values["samples"]),
+        temperature=float(values["temperature"]),
+        targets=str(values["targets"] or "other").strip(),
+        seed=int(values["seed"]),
+        shuffle=bool(values["shuffle"]),
+        drop_prob=float(values["drop_prob"]),
+        swap_gender=bool(values["swap_gender"]),
     )

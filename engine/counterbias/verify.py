@@ -18,6 +18,7 @@ Per candidate (stored in ``candidates.scores``):
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 from collections import Counter
@@ -133,6 +134,8 @@ def judge_candidates(
             },
             "spurious_kept": not missing,
             "missing_spurious": missing,
+            # which text these scores belong to (an analyst's edit is judged again)
+            "judged_text_sha1": hashlib.sha1(text.encode("utf-8")).hexdigest(),
         }
         scores["passes"] = rule.passes(scores)
         results[int(row["id"])] = scores

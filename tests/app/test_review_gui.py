@@ -3,6 +3,8 @@ edit triples, build the augmented dataset. The LLM is a real loopback HTTP serve
 
 from __future__ import annotations
 
+import hashlib
+import json
 import shutil
 
 import pytest
@@ -56,6 +58,10 @@ def _select_rows(win, rows):
                                   | QItemSelectionModel.SelectionFlag.Rows)
 
 
+def _sha1(text):
+    return hashlib.sha1(text.encode("utf-8")).hexdigest()
+
+
 def _configure_llm(win, qtbot, server):
     dialog = win.review.open_llm_dialog()
     dialog.backend.setCurrentIndex(dialog.backend.findData("openai"))
@@ -63,6 +69,12 @@ def _configure_llm(win, qtbot, server):
     dialog.base_url.setText(server.base_url)
     dialog.api_key_env.setText("")
     dialog.samples.setValue(1)
+    # generation options: seeded, no dropping, no shuffling, gender swap off
+    dialog.seed.setValue(7)
+    dialog.drop_prob.setValue(0.0)
+    dialog.shuffle.setChecked(False)
+    dialog.swap_gender.setChecked(False)
+    dialog.targets.setCurrentText("other")
     with qtbot.waitSignal(win.jobs.done, timeout=30_000):
         dialog.test_button.click()
     assert dialog.result.text().startswith("Connected"), dialog.result.text()
@@ -75,6 +87,8 @@ def _configure_llm(win, qtbot, server):
     assert win.settings.get("llm_backend") == "openai"
     assert win.settings.get("llm_base_url") == server.base_url
     assert "stub" in win.review_panel.llm_label.text()
+    assert win.settings.get("llm_seed") == 7 and win.settings.get("llm_shuffle") is False
+    assert win.settings.get("llm_drop_prob") == 0.0 and win.settings.get("llm_swap_gender") is False
 
 
 def test_generate_review_undo_and_augment(window, qtbot, server):
@@ -94,6 +108,9 @@ def test_generate_review_undo_and_augment(window, qtbot, server):
     proposed = [r for r in rows if r["status"] == "proposed"]
     assert proposed, [r["meta"].get("error") for r in rows]
     assert "candidate(s) made" in panel.message.text()
+    run = project.db.execute("SELECT params FROM runs WHERE kind = 'generate' ORDER BY id DESC").fetchone()
+    used = json.loads(run[0])["settings"]
+    assert (used["seed"], used["drop_prob"], used["shuffle"], used["swap_gender"]) == (7, 0.0, False, False)
     assert ctl.last_usage is not None and ctl.last_usage.total_tokens > 0
     assert "project total" in panel.tokens_label.text()
 
@@ -140,14 +157,19 @@ def test_generate_review_undo_and_augment(window, qtbot, server):
     dialog = panel.edit_dialog
     assert dialog is not None
     dialog.editor.setPlainText("An analyst's counterfactual sentence.")
-    dialog.accept()
+    with qtbot.waitSignal(win.jobs.done, timeout=60_000):  # the edited text is judged again
+        dialog.accept()
     edited = load_candidate(project, second)
     assert edited["status"] == "accepted" and edited["text"] == "An analyst's counterfactual sentence."
+    assert edited["scores"]["judged_text_sha1"] == _sha1(edited["text"]) != before["scores"]["judged_text_sha1"]
     assert "Edited by you" in panel.detail.html_source
     win.undo_action.trigger()
+    qtbot.waitUntil(lambda: not ctl._judging, timeout=60_000)
     restored = load_candidate(project, second)
     assert restored["status"] == before["status"] and restored["text"] == before["text"]
+    assert restored["scores"]["judged_text_sha1"] == _sha1(before["text"])
     win.redo_action.trigger()
+    qtbot.waitUntil(lambda: not ctl._judging, timeout=60_000)
     assert load_candidate(project, second)["status"] == "accepted"
 
     # failed candidates show their error (if the scripted LLM produced any)
@@ -212,3 +234,24 @@ def test_editing_triples_discards_undecided_candidates(window, qtbot, server):
     with pytest.raises(CounterbiasError):
         replace_triples(project, example_id, "text", 0, [("a", "", "c")])
     assert dataset.id == win.current_dataset.id
+
+
+def test_candidates_are_listed_while_generation_runs(window, qtbot):
+    """Each stored batch shows up in the candidates table before the job ends."""
+    win, panel, ctl = window, window.review_panel, window.review
+    slow = StubServer(reply=scripted_reply, latency=0.15).start()
+    try:
+        ctl.set_llm_values({"backend": "openai", "model": "stub", "base_url": slow.base_url, "samples": 1,
+                            "concurrency": 1})
+        ctl.chunk_size, ctl.live_interval_s = 1, 0.0
+        listed: list[int] = []
+        win.jobs.progressed.connect(lambda job, fraction, message: listed.append(panel.proxy.rowCount()))
+        panel.scope.setCurrentIndex(panel.scope.findData("dataset"))
+        _select_rows(win, [0, 1, 2, 3, 4])
+        win.show_review_tab()
+        with qtbot.waitSignal(win.jobs.done, timeout=120_000):
+            panel.generate_selection.click()
+        assert panel.proxy.rowCount() == 5
+        assert any(0 < n < 5 for n in listed), listed  # batches were listed as they were stored
+    finally:
+        slow.close()
