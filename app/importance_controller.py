@@ -22,6 +22,8 @@ class ImportanceController(QObject):
         self.panel = panel
         self.example: dict | None = None
         self.vote_set_id: int | None = None
+        #: Method -> settings of the shown vote (its cached scores are read and reused).
+        self.method_settings: dict[str, Any] = {}
         panel.trainRequested.connect(self.train)
         panel.explainRequested.connect(self.explain)
         panel.voteSettingsChanged.connect(self.refresh_example)
@@ -46,6 +48,7 @@ class ImportanceController(QObject):
 
     def dataset_changed(self, dataset: DatasetInfo | None) -> None:
         self.vote_set_id = None
+        self.method_settings = {}
         self.example = None
         if dataset is None:
             self.panel.show_members([], {})
@@ -65,6 +68,11 @@ class ImportanceController(QObject):
         stored = vote_sets(project, dataset.id)
         if stored:
             self.vote_set_id = int(stored[0]["id"])
+            params = stored[0]["params"]
+            self.method_settings = dict(params.get("methods") or {})
+            vote = params.get("vote") or {}
+            self.panel.set_vote_settings(list(params.get("methods") or ["ig"]), int(vote.get("k", 5)),
+                                         str(vote.get("combine", "majority")), "gender" in (params.get("wordlists") or ()))
             summary = vote_summary(project, self.vote_set_id)
             self.panel.show_summary(summary.principal, summary.spurious, self._max_z())
 
@@ -111,10 +119,12 @@ class ImportanceController(QObject):
                 self.window.statusBar().showMessage("Select rows in the Examples tab first.", 6000)
                 return None
         settings = VoteSettings(k=self.panel.k.value(), combine=self.panel.combine.currentText())
+        # a method of the shown vote keeps its settings (its cached scores are reused)
+        methods = {m: self.method_settings.get(m) for m in self.panel.methods()}
         self.panel.set_busy(True)
         job = self.window.jobs.start(
             find_principal_words, self.window.session.project, dataset.id, [m.name for m in members],
-            methods=self.panel.methods(), vote=settings, wordlists=("gender",) if self.panel.gender.isChecked() else (),
+            methods=methods, vote=settings, wordlists=("gender",) if self.panel.gender.isChecked() else (),
             user_words=self.panel.user_word_list(), example_ids=ids,
             title=f"Explain {len(ids) if ids else dataset.row_count:,} examples",
         )
@@ -122,6 +132,7 @@ class ImportanceController(QObject):
         def done(run: Any) -> None:
             self.panel.set_busy(False)
             self.vote_set_id = run.vote_set_id
+            self.method_settings = {m: self.method_settings.get(m) for m in methods}
             self.panel.show_summary(run.summary.principal, run.summary.spurious, self._max_z())
             self.refresh_example()
 
@@ -147,7 +158,8 @@ class ImportanceController(QObject):
         users = combine_wordlists(("gender",) if self.panel.gender.isChecked() else (), self.panel.user_word_list())
         settings = VoteSettings(k=self.panel.k.value(), combine=self.panel.combine.currentText(),
                                 threshold=None if len(members) % 2 else (len(members) + 2) // 2)
-        explained = explain_example(project, example, members, methods, settings, user_words=users)
+        explained = explain_example(project, example, members, methods, settings, user_words=users,
+                                    method_settings=self.method_settings)
         fields = [(f.field if len(explained.fields) > 1 else "", f.text, f.spans, f.strength, f.user_spans)
                   for f in explained.fields]
         principal = [w for f in explained.fields for w in f.vote.principal]

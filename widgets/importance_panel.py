@@ -134,6 +134,16 @@ class ImportancePanel(QWidget):
     def methods(self) -> list[str]:
         return [m for m, b in self.method_boxes.items() if b.isChecked()] or ["ig"]
 
+    def set_vote_settings(self, methods: list[str], k: int, combine: str, gender: bool) -> None:
+        """Show the settings of a stored vote (its methods, K, combination rule, gender list)."""
+        for method, box in self.method_boxes.items():
+            box.setChecked(method in methods)
+        self.k.setValue(int(k))
+        index = self.combine.findText(combine)
+        if index >= 0:
+            self.combine.setCurrentIndex(index)
+        self.gender.setChecked(bool(gender))
+
     def user_word_list(self) -> list[str]:
         return [w.strip().lower() for w in self.user_words.text().split(",") if w.strip()]
 

@@ -6,8 +6,9 @@ toggles members or methods or changes K. Nothing is computed with a model here.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from engine.attribution.cache import load_attributions
 from engine.attribution.jobs import settings_key_for
@@ -51,11 +52,14 @@ def explain_example(
     settings: VoteSettings = VoteSettings(),
     *,
     user_words: Iterable[str] = (),
+    method_settings: Mapping[str, Any] | None = None,
 ) -> ExampleExplanation:
     """Vote on ``example`` with the stored scores of ``members`` × ``methods``.
 
     Members or methods without stored scores for this example are listed in ``missing`` and
     left out of the vote (the threshold then follows the members that remain).
+    ``method_settings`` (method → settings, e.g. a stored vote's ``params["methods"]``) picks
+    which cached scores are read; a method not in it reads those of its default settings.
     """
     example_id = int(example["id"])
     users = {normalize(w) for w in user_words}
@@ -65,7 +69,8 @@ def explain_example(
     missing: list[tuple[str, str]] = []
     for info in members:
         for method in methods:
-            stored = load_attributions(project, info.id, method, settings_key_for(info, method), [example_id])
+            key = settings_key_for(info, method, (method_settings or {}).get(method))
+            stored = load_attributions(project, info.id, method, key, [example_id])
             for f in fields:
                 got = stored.get((example_id, f))
                 if got is None:

@@ -7,19 +7,23 @@ For every example, target label ŷ ≠ y and sample ``i`` (one *candidate slot*)
    (:mod:`engine.counterbias.manipulate`); with no principal triple in a field, every
    non-spurious triple of it is rewritten instead (recorded as ``fallback``);
 2. the principal triples of each edited field go to the LLM in one request (prompt
-   ``rewrite``) that must return the same number of ``subject | predicate | object`` lines;
-   one repair request if it does not;
+   ``rewrite``) that must return the same number of ``subject | predicate | object`` lines,
+   not all unchanged; one repair request (``rewrite_repair``) saying what was wrong if not;
 3. spurious triples are kept verbatim, gendered words are swapped, normal triples are
    shuffled and dropped (seeded per slot);
-4. the LLM writes the text from the ordered triples (prompt ``reconstruct``); the answer is
-   cleaned (quotes, "Text:" labels) and rejected when empty, a list of triples, or far longer
-   than the original;
+4. the LLM writes the text from the ordered triples (prompt ``reconstruct``, which does not
+   name the target label); the answer is cleaned (quotes, "Text:" labels) and rejected when
+   empty, a list of triples, only a label name, far longer than the original, or missing most
+   of the facts' words; one repair request (``reconstruct_repair``) if so;
 5. the candidate is stored at once in ``candidates`` with every intermediate step in ``meta``.
 
 Failures are per slot: a ``candidates`` row with status ``failed``, the error and whether a
-retry may pass; a later run retries failed slots and skips the others (resume). Nothing is
-raised out of the job except :class:`~engine.errors.Cancelled` and errors that stop every slot
-alike (no vote, unknown backend).
+retry may pass; a later run retries failed slots and skips the others (resume). A slot that
+failed on a transport error is retried with the same requests (answers already received come
+from the cache); one that failed on an *unusable* answer is retried with a new seed (and a
+temperature of at least :data:`RETRY_TEMPERATURE`), since the same request would only return
+the same cached answer. Nothing is raised out of the job except
+:class:`~engine.errors.Cancelled` and errors that stop every slot alike (no vote, unknown backend).
 """
 
 from __future__ import annotations
@@ -57,6 +61,7 @@ if TYPE_CHECKING:
 __all__ = ["GenerateResult", "clean_reconstruction", "generate_counterbias"]
 
 METHOD = "coba"
+PROMPTS = ("rewrite", "rewrite_repair", "reconstruct", "reconstruct_repair")
 
 
 @dataclass
@@ -103,10 +108,13 @@ class Slot:
     fields: list[FieldPlan]
     keep_words: list[str]
     error: dict[str, Any] | None = None
+    attempt: int = 0
 
-    def fail(self, step: str, message: str, *, retriable: bool, hint: str = "") -> None:
+    def fail(self, step: str, message: str, *, retriable: bool, hint: str = "", quality: bool = False) -> None:
+        """Record the first failure; ``quality``: the LLM answered, but unusably (a retry varies the seed)."""
         if self.error is None:
-            self.error = {"step": step, "message": message, "hint": hint, "retriable": retriable}
+            self.error = {"step": step, "message": message, "hint": hint, "retriable": retriable,
+                          "quality": quality}
 
 
 @dataclass
@@ -198,7 +206,7 @@ def generate_counterbias(
     run_id = project.writer.run(_insert_run, dataset.id, {
         "llm": llm_config.to_dict(), "settings": settings.to_dict(), "settings_key": key,
         "vote_set_id": vote_set["id"], "examples": len(ids),
-        "prompts": {n: load_prompt(n).sha256[:12] for n in ("rewrite", "reconstruct", "rewrite_repair")},
+        "prompts": {n: load_prompt(n).sha256[:12] for n in PROMPTS},
     })
     result = GenerateResult(run_id=run_id)
     client = CachedClient(chat_backend, project)
@@ -288,10 +296,12 @@ def _plan(project: Project, dataset: DatasetInfo, ids: Sequence[int], votes: dic
         stored = load_triples(project, int(row["id"]))
         for target in targets_for(row["label"], dataset.labels, settings.targets):
             for sample in range(settings.samples):
-                if existing.get((int(row["id"]), target, sample)) not in (None, "failed"):
+                status, attempt, quality = existing.get((int(row["id"]), target, sample), (None, 0, False))
+                if status not in (None, "failed"):
                     skipped += 1
                     continue
-                slot = Slot(row, target, sample, [], [])
+                # after an unusable answer the same request would only hit the cache: vary it
+                slot = Slot(row, target, sample, [], [], attempt=attempt + 1 if quality else attempt)
                 for name in fields:
                     triples = [t for sentence in stored.get(name, []) for t in sentence]
                     vote = votes.get((int(row["id"]), name))
@@ -317,21 +327,29 @@ def _plan(project: Project, dataset: DatasetInfo, ids: Sequence[int], votes: dic
     return slots, skipped
 
 
-def _existing(project: Project, ids: Sequence[int], key: str) -> dict[tuple[int, str, int], str]:
+def _existing(project: Project, ids: Sequence[int], key: str) -> dict[tuple[int, str, int], tuple[str, int, bool]]:
+    """``(example, target, sample) -> (status, attempt, failed on an unusable answer)`` of stored slots."""
     rows = project.db.execute(
-        "SELECT example_id, target_label, json_extract(meta, '$.sample') AS sample, status FROM candidates "
+        "SELECT example_id, target_label, json_extract(meta, '$.sample') AS sample, status, "
+        "json_extract(meta, '$.attempt'), json_extract(meta, '$.error.quality') FROM candidates "
         "WHERE method = ? AND json_extract(meta, '$.settings_key') = ? "
         "AND example_id IN (SELECT value FROM json_each(?))",
         (METHOD, key, json.dumps([int(i) for i in ids])),
     ).fetchall()
-    return {(int(r[0]), r[1], int(r[2] or 0)): r[3] for r in rows}
+    return {(int(r[0]), r[1], int(r[2] or 0)): (r[3], int(r[4] or 0), bool(r[5])) for r in rows}
 
 
 # ---------------------------------------------------------------------------- LLM steps
 
 
+#: Least temperature of a retry after an unusable answer (at temperature 0 a new seed changes nothing).
+RETRY_TEMPERATURE = 0.7
+
+
 def _params(settings: GenerateSettings, slot: Slot) -> dict[str, Any]:
-    return {"temperature": settings.temperature, "seed": settings.seed + slot.sample,
+    """Sampling of a slot's requests: sample ``i`` uses ``seed + i``; retry ``n`` adds ``1000 n``."""
+    temperature = settings.temperature if slot.attempt == 0 else max(settings.temperature, RETRY_TEMPERATURE)
+    return {"temperature": temperature, "seed": settings.seed + slot.sample + 1000 * slot.attempt,
             "max_tokens": settings.max_tokens}
 
 
@@ -349,14 +367,16 @@ def _run_chunk(client: CachedClient, slots: list[Slot], dataset: DatasetInfo, se
     answers = client.chat_many(requests, cancel=token).results
     retry = []
     for (slot, plan), request, answer in zip(live, requests, answers, strict=True):
-        if _take_rewrite(slot, plan, answer, final=False):
-            retry.append((slot, plan, request, answer))
+        problem = _take_rewrite(slot, plan, answer, final=False)
+        if problem:
+            retry.append((slot, plan, request, answer, problem))
     if retry:
         repair = load_prompt("rewrite_repair")
         second = client.chat_many([ChatRequest([*req.messages, {"role": "assistant", "content": ans.text},
-                                                *repair.render(count=str(len(p.to_rewrite)))], req.params)
-                                   for _, p, req, ans in retry], cancel=token).results
-        for (slot, plan, _, _), answer in zip(retry, second, strict=True):
+                                                *repair.render(count=str(len(p.to_rewrite)), problem=problem,
+                                                               target=s.target)], req.params)
+                                   for s, p, req, ans, problem in retry], cancel=token).results
+        for (slot, plan, _, _, _), answer in zip(retry, second, strict=True):
             _take_rewrite(slot, plan, answer, final=True)
 
     # 2. keep spurious, swap gender, shuffle/drop normal triples (seeded per slot)
@@ -381,18 +401,37 @@ def _run_chunk(client: CachedClient, slots: list[Slot], dataset: DatasetInfo, se
     # 3. reconstruct the text from the ordered triples
     live = [(s, f) for s in slots if s.error is None for f in s.fields]
     reconstruct = load_prompt("reconstruct")
-    answers = client.chat_many([ChatRequest(reconstruct.render(
-        task=task, target=s.target, style=f.original[:600], triples=format_triples(f.final)), _params(settings, s))
-        for s, f in live], cancel=token).results
-    for (slot, plan), answer in zip(live, answers, strict=True):
-        if isinstance(answer, Failure):
-            slot.fail("reconstruct", answer.message, retriable=answer.retriable, hint=answer.hint)
-            continue
-        plan.raw.append(answer.text)
-        text, problem = clean_reconstruction(answer.text, plan.original)
+    requests = [ChatRequest(reconstruct.render(task=task, style=f.original[:600], triples=format_triples(f.final)),
+                            _params(settings, s)) for s, f in live]
+    answers = client.chat_many(requests, cancel=token).results
+    retry = []
+    for (slot, plan), request, answer in zip(live, requests, answers, strict=True):
+        problem = _take_text(slot, plan, answer, dataset.labels, final=False)
         if problem:
-            slot.fail("reconstruct", problem, retriable=True, hint="Retry, or use a stronger model.")
-        plan.text = text
+            retry.append((slot, plan, request, answer, problem))
+    if retry:
+        repair = load_prompt("reconstruct_repair")
+        second = client.chat_many([ChatRequest([*req.messages, {"role": "assistant", "content": ans.text},
+                                                *repair.render(problem=problem)], req.params)
+                                   for _, _, req, ans, problem in retry], cancel=token).results
+        for (slot, plan, _, _, _), answer in zip(retry, second, strict=True):
+            _take_text(slot, plan, answer, dataset.labels, final=True)
+
+
+def _take_text(slot: Slot, plan: FieldPlan, answer: ChatResult | Failure, labels: Sequence[str], *,
+               final: bool) -> str | None:
+    """Read a reconstruct answer into ``plan``; return the problem when a repair request should follow."""
+    if isinstance(answer, Failure):
+        slot.fail("reconstruct", answer.message, retriable=answer.retriable, hint=answer.hint)
+        return None
+    plan.raw.append(answer.text)
+    text, problem = clean_reconstruction(answer.text, plan.original, facts=plan.final, labels=labels)
+    plan.text = text
+    if problem and final:
+        slot.fail("reconstruct", problem, retriable=True, quality=True,
+                  hint="Generate again (a retry samples anew), or use a stronger model.")
+        return None
+    return problem
 
 
 def _context(slot: Slot, plan: FieldPlan) -> str:
@@ -403,38 +442,61 @@ def _context(slot: Slot, plan: FieldPlan) -> str:
     return plan.original
 
 
-def _take_rewrite(slot: Slot, plan: FieldPlan, answer: ChatResult | Failure, *, final: bool) -> bool:
-    """Read a rewrite answer into ``plan``; True when a repair request should follow."""
+def _take_rewrite(slot: Slot, plan: FieldPlan, answer: ChatResult | Failure, *, final: bool) -> str | None:
+    """Read a rewrite answer into ``plan``; return the problem when a repair request should follow."""
     if isinstance(answer, Failure):
         slot.fail("rewrite", answer.message, retriable=answer.retriable, hint=answer.hint)
-        return False
+        return None
     plan.raw.append(answer.text)
     triples, _rejected = parse_triples(answer.text)
     want = len(plan.to_rewrite)
-    if len(triples) == want:
+    if len(triples) != want:
+        problem = f"it gave {len(triples)} readable fact lines for {want} facts."
+    elif all(_same(new, plan.triples[i]) for i, new in zip(plan.to_rewrite, triples, strict=True)):
+        problem = "it repeated the facts without changing them."
+    else:
         plan.rewritten = triples
-        return False
+        return None
     if final:
-        slot.fail("rewrite", f"The rewrite gave {len(triples)} readable fact lines for {want} facts.",
-                  retriable=True, hint="Retry, or use a stronger model.")
-    return not final
+        slot.fail("rewrite", f"The rewrite was unusable: {problem}", retriable=True, quality=True,
+                  hint="Generate again (a retry samples anew), or use a stronger model.")
+        return None
+    return problem
+
+
+def _same(a: Triple, b: Triple) -> bool:
+    """Equal up to case, spacing and punctuation."""
+    return _norm(" ".join(a)) == _norm(" ".join(b))
+
+
+def _norm(text: str) -> str:
+    return " ".join(re.findall(r"\w+", text.lower()))
 
 
 _LABEL = re.compile(r"^\s*(?:text|rewritten text|output|answer|review|hypothesis)\s*:\s*", re.IGNORECASE)
 _QUOTES = "\"'\u201c\u201d\u2018\u2019`"
 
 
-def clean_reconstruction(answer: str, original: str) -> tuple[str, str | None]:
+#: Share of the facts' content words a reconstruction must contain (checked from 3 content words on).
+MIN_COVERAGE = 0.34
+
+
+def clean_reconstruction(answer: str, original: str, *, facts: Sequence[Triple] = (),
+                         labels: Sequence[str] = ()) -> tuple[str, str | None]:
     """Clean a reconstruct answer; return ``(text, problem)`` with ``problem=None`` when usable.
 
     Strips code fences, a leading ``Text:``-style label and matching outer quotes, and joins
-    lines. Unusable: empty text, an answer that is still ``a | b | c`` lines, or one more than
-    three times (and 200 characters) longer than the original.
+    lines. Unusable: empty text; an answer that is still ``a | b | c`` lines; one that is only a
+    label name (small models answer the label); one more than three times (and 200 characters)
+    longer than the original; one holding less than :data:`MIN_COVERAGE` of the content words
+    (4+ letters) of ``facts``.
 
     Examples
     --------
     >>> clean_reconstruction('Text: "A dull film."', "A fine film.")
     ('A dull film.', None)
+    >>> clean_reconstruction("Positive", "A fine film.", labels=["Negative", "Positive"])[1]
+    'The answer is only a label name, not a text.'
     """
     text = answer.strip().strip("`").strip()
     lines = [line.strip() for line in text.splitlines() if line.strip() and not line.strip().startswith("```")]
@@ -446,8 +508,16 @@ def clean_reconstruction(answer: str, original: str) -> tuple[str, str | None]:
         text = text[1:-1].strip()
     if not text:
         return "", "The answer is empty."
+    if _norm(text) in {_norm(label) for label in labels}:
+        return text, "The answer is only a label name, not a text."
     if len(text) > max(3 * len(original), len(original) + 200):
         return text, f"The answer is {len(text)} characters long, far longer than the original ({len(original)})."
+    wanted = {w for t in facts for w in _norm(" ".join(t)).split() if len(w) >= 4}
+    if len(wanted) >= 3:
+        found = set(_norm(text).split())
+        share = len(wanted & found) / len(wanted)
+        if share < MIN_COVERAGE:
+            return text, f"The answer uses only {share:.0%} of the facts' words; it does not express the facts."
     return text, None
 
 
@@ -487,7 +557,7 @@ def _store_slots(conn: sqlite3.Connection, run_id: int, slots: Sequence[Slot], k
             "settings_key": key, "sample": slot.sample, "run_id": run_id, "vote_set_id": vote_set_id,
             "backend": llm.backend, "model": llm.model, "keep_words": slot.keep_words,
             "fields": [p.to_dict() for p in slot.fields], "original_label": slot.example["label"],
-            "generated": {p.field: p.text for p in slot.fields}, "error": slot.error,
+            "generated": {p.field: p.text for p in slot.fields}, "error": slot.error, "attempt": slot.attempt,
         }
         status = "failed" if slot.error else "proposed"
         cursor = conn.execute(

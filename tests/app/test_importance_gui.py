@@ -64,3 +64,29 @@ def test_train_explain_and_highlight(window, qtbot):
     assert panel.grid.table.item(0, 0).foreground().color().red() == 160
     # Word tables list principal / spurious words of the explained rows.
     assert panel.principal_model.rowCount() + panel.spurious_model.rowCount() > 0
+
+
+def test_reopening_shows_the_stored_vote_with_its_settings(window, qtbot):
+    """A project voted with IG + LIME and K = 3 shows both methods and K = 3 when opened again."""
+    from engine.attribution import VoteSettings, find_principal_words
+    from engine.models import EnsembleConfig, MemberSpec, train_ensemble, train_preset
+
+    project = window.session.project
+    dataset = window.current_dataset
+    path = project.path
+    train = train_preset("fast-cpu", epochs=1, max_length=48)
+    config = EnsembleConfig(tuple(MemberSpec(f"v:{b}", b, {}, train) for b in TINY))
+    train_ensemble(project, dataset.id, config)
+    ids = [window.examples.model.example_id_at(0)]
+    find_principal_words(project, dataset.id, [m.name for m in config.members],
+                         methods={"ig": {"n_steps": 8}, "lime": {"num_samples": 20}},
+                         vote=VoteSettings(k=3), wordlists=("gender",), example_ids=ids)
+    window.session.close_project()
+    assert window.open_project(path)
+    panel = window.importance_panel
+    window.show_importance_tab()
+    assert panel.methods() == ["ig", "lime"] and panel.k.value() == 3 and panel.gender.isChecked()
+    window.importance.example_selected(window.examples.model.example_at(0))
+    window.importance.refresh_example()
+    name = window.importance.members()[0].name
+    assert panel.grid.cell_text(name, "lime") not in ("", "—")

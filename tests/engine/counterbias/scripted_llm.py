@@ -22,12 +22,21 @@ def _flip(text: str) -> str:
     return re.sub(r"\b(" + "|".join(FLIP) + r")\b", lambda m: FLIP[m.group(1)], text)
 
 
+def _rewrite(line: str) -> str:
+    """Flip a known opinion word; else negate the object (a rewrite must change something)."""
+    flipped = _flip(line)
+    parts = [p.strip() for p in line.split("|")]
+    if flipped != line or len(parts) != 3:
+        return flipped
+    return f"{parts[0]} | {parts[1]} | not {parts[2]}"
+
+
 def scripted_reply(body: dict[str, Any]) -> str:
     """Triples for ``Sentence:``, flipped lines for ``Facts to edit:``, a sentence for ``Facts, in order:``."""
     user = _last_user(body)
     if "Facts to edit:" in user:
         lines = user.split("Facts to edit:", 1)[1].strip().splitlines()
-        return "\n".join(_flip(line) for line in lines)
+        return "\n".join(_rewrite(line) for line in lines)
     if "Facts, in order:" in user:
         lines = user.split("Facts, in order:", 1)[1].strip().splitlines()
         parts = [" ".join(p.strip() for p in line.split("|")) for line in lines if line.count("|") == 2]

@@ -68,3 +68,39 @@ def test_faults_are_recorded_per_item_and_retried(voted_project, stub):
 
 def _debug(rows):
     return [(r["id"], r["status"], (r["meta"].get("error") or {}).get("step"), (r["meta"].get("error") or {}).get("message")) for r in rows]
+
+
+def test_unusable_answers_are_retried_with_a_new_seed(voted_project, stub):
+    """A rewrite that changes nothing fails the slot (after one repair); the retry samples anew."""
+    sent: list[dict] = []
+
+    def reply(body):
+        sent.append(body)
+        users = [m["content"] for m in body["messages"] if m["role"] == "user"]
+        facts = [u for u in users if "Facts to edit:" in u]
+        if facts and body.get("seed", 0) < 1000:  # first attempt: echo the facts unchanged
+            return facts[-1].split("Facts to edit:", 1)[1].strip()
+        return scripted_reply(body)
+
+    server = stub(reply=reply)
+    project = voted_project
+    dataset = project.dataset("reviews")
+    config = LLMConfig(backend="openai", model="stub", base_url=server.base_url)
+    settings = GenerateSettings(drop_prob=0.0, temperature=0.0)
+    first = generate_counterbias(project, dataset.id, None, config, settings=settings, judge=())
+    assert len(first.failed) == 10 and not first.created
+    rows = candidate_rows(project, dataset_id=dataset.id)
+    for r in rows:
+        error = r["meta"]["error"]
+        assert error["step"] == "rewrite" and error["quality"] and "without changing them" in error["message"]
+        assert len(r["meta"]["fields"][0]["raw"]) == 2  # the answer and the repair's answer, both kept
+        assert r["meta"]["attempt"] == 0
+    repairs = [b for b in sent if "cannot be used" in b["messages"][-1]["content"]]
+    assert len(repairs) == 10 and "repeated the facts" in repairs[0]["messages"][-1]["content"]
+
+    sent.clear()
+    second = generate_counterbias(project, dataset.id, None, config, settings=settings, judge=())
+    assert len(second.created) == 10 and not second.failed
+    rewrites = [b for b in sent if "Facts to edit:" in b["messages"][-1]["content"]]
+    assert rewrites and all(b["seed"] == 13 + 1000 and b["temperature"] >= 0.7 for b in rewrites)
+    assert all(r["meta"]["attempt"] == 1 for r in candidate_rows(project, dataset_id=dataset.id))

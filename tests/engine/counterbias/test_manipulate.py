@@ -67,6 +67,22 @@ def test_clean_reconstruction(answer, expected, ok):
         assert text == expected
 
 
+FACTS = [Triple("The acting", "is", "wooden"), Triple("the story", "lost", "me long before the end")]
+
+
+@pytest.mark.parametrize(("answer", "ok"), [
+    ("The acting is wooden, and the story lost me long before the end.", True),
+    ("Wooden acting; the story lost me.", True),            # a paraphrase keeping enough of the facts
+    ("Negative", False),                                    # only the label (what small models answer)
+    ("negative.", False),
+    ("I really enjoyed this film with my family.", False),  # does not express the facts
+])
+def test_reconstruction_must_express_the_facts(answer, ok):
+    _, problem = clean_reconstruction(answer, "The acting is superb and the story kept me gripped.",
+                                      facts=FACTS, labels=["Negative", "Positive"])
+    assert (problem is None) == ok, problem
+
+
 def test_targets():
     assert targets_for("Positive", ["Negative", "Positive"], "other") == ["Negative"]
     assert targets_for("neutral", ["contradiction", "entailment", "neutral"], "each") == ["contradiction", "entailment"]
