@@ -123,6 +123,9 @@ class ImportancePanel(QWidget):
         split.addWidget(centre)
         split.addWidget(self.word_tabs)
         split.setSizes([800, 380])
+        split.setStretchFactor(0, 3)
+        split.setStretchFactor(1, 1)
+        self.word_tabs.setMinimumWidth(300)  # word, count, z columns stay readable
         layout = QVBoxLayout(self)
         layout.addLayout(row1)
         layout.addWidget(self.members_label)

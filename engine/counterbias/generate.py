@@ -401,7 +401,7 @@ def _run_chunk(client: CachedClient, slots: list[Slot], dataset: DatasetInfo, se
     # 3. reconstruct the text from the ordered triples
     live = [(s, f) for s in slots if s.error is None for f in s.fields]
     reconstruct = load_prompt("reconstruct")
-    requests = [ChatRequest(reconstruct.render(task=task, style=f.original[:600], triples=format_triples(f.final)),
+    requests = [ChatRequest(reconstruct.render(task=task, words=str(_length_hint(f)), triples=format_triples(f.final)),
                             _params(settings, s)) for s, f in live]
     answers = client.chat_many(requests, cancel=token).results
     retry = []
@@ -418,6 +418,18 @@ def _run_chunk(client: CachedClient, slots: list[Slot], dataset: DatasetInfo, se
             _take_text(slot, plan, answer, dataset.labels, final=True)
 
 
+def _length_hint(plan: FieldPlan) -> int:
+    """Words the reconstruction should have: the facts' words, at most the original's."""
+    facts = sum(len(" ".join(t).split()) for t in plan.final)
+    return max(3, min(facts + 2, len(plan.original.split())))
+
+
+def _edited_words(plan: FieldPlan) -> list[str]:
+    """Content words the rewrite brought in (in a rewritten triple, not in the original triples)."""
+    before = {w for t in plan.triples for w in _norm(" ".join(t)).split()}
+    return sorted({w for t in plan.rewritten for w in _norm(" ".join(t)).split() if len(w) >= 3} - before)
+
+
 def _take_text(slot: Slot, plan: FieldPlan, answer: ChatResult | Failure, labels: Sequence[str], *,
                final: bool) -> str | None:
     """Read a reconstruct answer into ``plan``; return the problem when a repair request should follow."""
@@ -425,7 +437,8 @@ def _take_text(slot: Slot, plan: FieldPlan, answer: ChatResult | Failure, labels
         slot.fail("reconstruct", answer.message, retriable=answer.retriable, hint=answer.hint)
         return None
     plan.raw.append(answer.text)
-    text, problem = clean_reconstruction(answer.text, plan.original, facts=plan.final, labels=labels)
+    text, problem = clean_reconstruction(answer.text, plan.original, facts=plan.final, labels=labels,
+                                         edited=_edited_words(plan))
     plan.text = text
     if problem and final:
         slot.fail("reconstruct", problem, retriable=True, quality=True,
@@ -482,14 +495,15 @@ MIN_COVERAGE = 0.34
 
 
 def clean_reconstruction(answer: str, original: str, *, facts: Sequence[Triple] = (),
-                         labels: Sequence[str] = ()) -> tuple[str, str | None]:
+                         labels: Sequence[str] = (), edited: Sequence[str] = ()) -> tuple[str, str | None]:
     """Clean a reconstruct answer; return ``(text, problem)`` with ``problem=None`` when usable.
 
     Strips code fences, a leading ``Text:``-style label and matching outer quotes, and joins
     lines. Unusable: empty text; an answer that is still ``a | b | c`` lines; one that is only a
     label name (small models answer the label); one more than three times (and 200 characters)
-    longer than the original; one holding less than :data:`MIN_COVERAGE` of the content words
-    (4+ letters) of ``facts``.
+    longer than the original; one repeating the original; one holding less than
+    :data:`MIN_COVERAGE` of the content words (4+ letters) of ``facts``; one holding none of the
+    ``edited`` words (those the rewrite brought in), when there are any.
 
     Examples
     --------
@@ -512,9 +526,14 @@ def clean_reconstruction(answer: str, original: str, *, facts: Sequence[Triple] 
         return text, "The answer is only a label name, not a text."
     if len(text) > max(3 * len(original), len(original) + 200):
         return text, f"The answer is {len(text)} characters long, far longer than the original ({len(original)})."
+    if _norm(text) == _norm(original):
+        return text, "The answer repeats the original text instead of writing the edited facts."
+    found = set(_norm(text).split())
+    if edited and not found & set(edited):
+        return text, (f"The answer leaves out the edited facts (none of {', '.join(list(edited)[:6])} appears); "
+                      "it must state the facts as given.")
     wanted = {w for t in facts for w in _norm(" ".join(t)).split() if len(w) >= 4}
     if len(wanted) >= 3:
-        found = set(_norm(text).split())
         share = len(wanted & found) / len(wanted)
         if share < MIN_COVERAGE:
             return text, f"The answer uses only {share:.0%} of the facts' words; it does not express the facts."

@@ -93,3 +93,15 @@ def test_targets():
     with pytest.raises(GenerationConfigError):
         GenerateSettings(fields=("text",)).edit_fields("pair")
     assert GenerateSettings(seed=1).key() != GenerateSettings(seed=2).key()
+
+
+def test_reconstruction_must_carry_the_edit():
+    original = "The acting is superb and the story kept me gripped until the end."
+    # a copy of the original (what a 1.5B model did when shown it) is refused
+    assert clean_reconstruction(original, original, facts=FACTS)[1]
+    # the rewrite brought in "wooden" and "lost": a text with neither is refused
+    problem = clean_reconstruction("The acting and the story kept me gripped until the end.", original,
+                                   facts=FACTS, edited=["wooden", "lost"])[1]
+    assert problem and "edited facts" in problem
+    assert clean_reconstruction("The acting is wooden; the story lost me long before the end.", original,
+                                facts=FACTS, edited=["wooden", "lost"])[1] is None
