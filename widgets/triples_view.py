@@ -38,8 +38,8 @@ CATEGORY_COLORS = {
 }
 
 #: What an edit does, shown under the table.
-EDIT_NOTE = ("Double-click a part to edit it. Saving an edit discards this example's undecided "
-             "(proposed or failed) candidates; Generate again to rewrite and reconstruct from the new "
+EDIT_NOTE = ("Double-click a part to edit it. Saving an edit replaces this example's undecided "
+             "(proposed or failed) candidates: rewrite, reconstruction and judge run again from the new "
              "triples. Accepted and rejected candidates are kept.")
 
 
