@@ -12,6 +12,7 @@ from engine.errors import Cancelled
 from engine.io import import_file
 from engine.llm.base import ChatResult
 from engine.llm.config import LLMConfig
+from engine.llm.prompts import load_prompt
 from engine.llm.local_backend import LocalBackend
 from engine.progress import CancelToken
 from engine.triples import (
@@ -165,13 +166,14 @@ def test_regex_splitter_is_the_fallback(monkeypatch):
 # ---------------------------------------------------------------------------- the job
 
 _SENTENCE = re.compile(r"Sentence: (.*)")
+_PROMPT_USER_TURNS = sum(m["role"] == "user" for m in load_prompt("triples").render(sentence="x"))
 
 
 def stub_reply(body: dict) -> str:
     """Grounded triples for well-behaved sentences; prose for the marked ones."""
     user = [m["content"] for m in body["messages"] if m["role"] == "user"]
     sentence = _SENTENCE.search(user[-1]).group(1).strip()
-    repairing = len(user) > 4  # the few-shot prompt has 4 user turns; the repair adds one
+    repairing = len(user) > _PROMPT_USER_TURNS  # the repair adds one user turn to the few-shot prompt
     if "BROKEN" in sentence or ("PROSE" in sentence and not repairing):
         return "Sure! This sentence is about a film."
     words = sentence.rstrip(".!?").split()
