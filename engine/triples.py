@@ -417,8 +417,10 @@ def _process_chunk(
         slots.extend(_Slot(len(items) - 1, r) for r in records)
 
     # first answers
+    requests = [_first_request(client, s.record.text) for s in slots]
+    params = {id(s): r.params for s, r in zip(slots, requests, strict=True)}
     first = client.chat_many(
-        [ChatRequest(triple_messages(s.record.text)) for s in slots],
+        requests,
         progress=lambda f, m="": progress(0.8 * f, m),
         cancel=token,
     )
@@ -431,7 +433,7 @@ def _process_chunk(
     # one repair request for each unreadable answer
     if repair:
         second = client.chat_many(
-            [ChatRequest(repair_messages(s.record.text, s.record.raw[-1])) for s in repair],
+            [ChatRequest(repair_messages(s.record.text, s.record.raw[-1]), params[id(s)]) for s in repair],
             progress=lambda f, m="": progress(0.8 + 0.2 * f, f"repair: {m}"),
             cancel=token,
         )
@@ -447,6 +449,34 @@ def _process_chunk(
     for future in futures:
         future.result()
     return items
+
+
+#: Retries with a new seed for a sentence whose earlier (cached) answers were unusable.
+MAX_RESAMPLES = 3
+#: Least temperature of such a retry (at temperature 0 a new seed changes nothing).
+RESAMPLE_TEMPERATURE = 0.7
+
+
+def _first_request(client: CachedClient, sentence: str) -> ChatRequest:
+    """The request for ``sentence``; after an unusable cached answer, the same one with a new seed.
+
+    An identical request would only return its cached answer, so a sentence that failed on an
+    unusable answer (not on a transport error, which is never cached) is asked again with
+    ``seed = 1000 n`` and a temperature of at least :data:`RESAMPLE_TEMPERATURE`, up to
+    :data:`MAX_RESAMPLES` times over successive runs.
+    """
+    request = ChatRequest(triple_messages(sentence))
+    for attempt in range(1, MAX_RESAMPLES + 1):
+        cached = client.lookup([client.key(request)]).get(client.key(request))
+        if cached is None or parse_answer(cached, sentence)[0]:
+            return request
+        repair = ChatRequest(repair_messages(sentence, cached.text), request.params)
+        repaired = client.lookup([client.key(repair)]).get(client.key(repair))
+        if repaired is None or parse_answer(repaired, sentence)[0]:
+            return request  # the repair was not tried yet, or it worked
+        temperature = max(float(client.backend.params.get("temperature") or 0.0), RESAMPLE_TEMPERATURE)
+        request = ChatRequest(triple_messages(sentence), {"seed": 1000 * attempt, "temperature": temperature})
+    return request
 
 
 def _apply(record: SentenceRecord, outcome: ChatResult | Failure) -> None:

@@ -252,9 +252,21 @@ def test_extract_stores_triples_records_failures_and_resumes(project, sentiment)
         again = extract_triples(project, dataset.id, None, stub_config(server))
         assert sorted(again.skipped) == sorted([ids[0], ids[1], ids[2]])
         assert {i.example_id: i.status for i in again.items} == {ids[3]: "failed", ids[4]: "done", ids[5]: "empty"}
-        assert server.count - before == 1  # only the sentence that had failed with HTTP 500
-        assert again.cache_hits == 3  # BROKEN (first + repair) and the healthy sentence of ids[4]
+        # sent: the sentence that had failed with HTTP 500 (same request), and BROKEN asked anew with
+        # another seed (first + repair), since its identical request would only return the cached prose
+        assert server.count - before == 3
+        assert again.cache_hits == 1  # the healthy sentence of ids[4]
         assert len(load_triples(project, ids[4])["text"]) == 2
+        broken = next(i for i in again.items if i.example_id == ids[3]).sentences[0]
+        assert broken.raw == ["Sure! This sentence is about a film."] * 2
+        # after MAX_RESAMPLES runs the sentence is no longer sent: its last answers come from the cache
+        from engine.triples import MAX_RESAMPLES
+
+        for _ in range(MAX_RESAMPLES):
+            extract_triples(project, dataset.id, None, stub_config(server))
+        before = server.count
+        last = extract_triples(project, dataset.id, None, stub_config(server))
+        assert server.count == before and last.sent == 0
     finally:
         server.close()
 
@@ -317,7 +329,10 @@ def test_real_small_model_runs_the_whole_job(project, tmp_path):
         for item in result.items:
             assert item.status in ("done", "partial", "failed")
             assert all(s.raw for s in item.sentences)  # every raw answer kept
+        failed = [i for i in result.items if i.status == "failed"]
         again = extract_triples(project, dataset.id, None, config, backend=backend)
-        assert again.sent == 0  # done items skipped, failed ones answered from the cache
+        # done items are skipped; a failed sentence is asked anew with another seed (first + repair at most)
+        assert again.sent <= 2 * sum(len(i.sentences) for i in failed)
+        assert len(again.skipped) == len(result.items) - len(failed)
     finally:
         backend.close()
