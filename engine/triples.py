@@ -40,6 +40,7 @@ from engine.llm.triple_format import (  # re-exported: the parser is part of thi
     parse_triples,
 )
 from engine.progress import CancelToken, ProgressFn, ensure_token, no_progress
+from engine.store.runs import finish_run, start_run
 from engine.store.schema import now
 
 if TYPE_CHECKING:
@@ -349,8 +350,9 @@ def extract_triples(
     chat_backend = backend or create_backend(llm_config)
     client = CachedClient(chat_backend, project)
     prompt = load_prompt("triples")
-    run_id = project.writer.run(
-        _insert_run,
+    run_id = start_run(
+        project,
+        "triples",
         dataset.id,
         {
             "llm": llm_config.to_dict(),
@@ -385,7 +387,10 @@ def extract_triples(
         result.usage, result.cached_usage = total.usage, total.cached_usage
         result.sent, result.cache_hits = total.sent, total.hits
         result.seconds = time.perf_counter() - started
-        project.writer.run(_finish_run, run_id, status, result.summary())
+        summary = result.summary()
+        finish_run(project, run_id, status, result=summary, message=(
+            f"{summary['done']} done, {summary['partial']} partial, {summary['failed']} failed, "
+            f"{summary['skipped']} skipped"))
         if own_backend:
             chat_backend.close()
     return result
@@ -512,22 +517,6 @@ def _examples_with_triples(project: Project, ids: Iterable[int]) -> set[int]:
             )
         )
     return found
-
-
-def _insert_run(conn: sqlite3.Connection, dataset_id: int, params: dict[str, Any]) -> int:
-    cursor = conn.execute(
-        "INSERT INTO runs (kind, dataset_id, params, status, started_at) VALUES ('triples', ?, ?, 'running', ?)",
-        (dataset_id, json.dumps(params, ensure_ascii=False), now()),
-    )
-    return int(cursor.lastrowid)
-
-
-def _finish_run(conn: sqlite3.Connection, run_id: int, status: str, summary: dict[str, Any]) -> None:
-    message = f"{summary['done']} done, {summary['partial']} partial, {summary['failed']} failed, {summary['skipped']} skipped"
-    conn.execute(
-        "UPDATE runs SET status = ?, message = ?, result = ?, finished_at = ? WHERE id = ?",
-        (status, message, json.dumps(summary, ensure_ascii=False), now(), run_id),
-    )
 
 
 def _store_triples(conn: sqlite3.Connection, run_id: int, item: TriplesItem) -> int:

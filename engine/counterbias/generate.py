@@ -53,6 +53,7 @@ from engine.llm.config import LLMConfig
 from engine.llm.prompts import load_prompt
 from engine.llm.triple_format import Triple, parse_triples
 from engine.progress import CancelToken, ProgressFn, ensure_token, no_progress, scaled
+from engine.store.runs import finish_run, start_run
 from engine.store.schema import now
 
 if TYPE_CHECKING:
@@ -203,7 +204,7 @@ def generate_counterbias(
     own_backend = backend is None
     chat_backend = backend or create_backend(llm_config)
     key = settings.key()
-    run_id = project.writer.run(_insert_run, dataset.id, {
+    run_id = start_run(project, "generate", dataset.id, {
         "llm": llm_config.to_dict(), "settings": settings.to_dict(), "settings_key": key,
         "vote_set_id": vote_set["id"], "examples": len(ids),
         "prompts": {n: load_prompt(n).sha256[:12] for n in PROMPTS},
@@ -242,7 +243,9 @@ def generate_counterbias(
         total = client.total
         result.usage, result.sent, result.cache_hits = total.usage, total.sent, total.hits
         result.seconds = time.perf_counter() - started
-        project.writer.run(_finish_run, run_id, status, result.summary())
+        summary = result.summary()
+        finish_run(project, run_id, status, message=f"{summary['created']} candidates, {summary['failed']} failed",
+                   result=summary)
         if own_backend:
             chat_backend.close()
     return result
@@ -541,20 +544,6 @@ def clean_reconstruction(answer: str, original: str, *, facts: Sequence[Triple] 
 
 
 # ---------------------------------------------------------------------------- storing
-
-
-def _insert_run(conn: sqlite3.Connection, dataset_id: int, params: dict[str, Any]) -> int:
-    cursor = conn.execute(
-        "INSERT INTO runs (kind, dataset_id, params, status, started_at) VALUES ('generate', ?, ?, 'running', ?)",
-        (dataset_id, json.dumps(params, ensure_ascii=False), now()),
-    )
-    return int(cursor.lastrowid)
-
-
-def _finish_run(conn: sqlite3.Connection, run_id: int, status: str, summary: dict[str, Any]) -> None:
-    conn.execute("UPDATE runs SET status = ?, message = ?, result = ?, finished_at = ? WHERE id = ?",
-                 (status, f"{summary['created']} candidates, {summary['failed']} failed", json.dumps(summary),
-                  now(), run_id))
 
 
 def _store_slots(conn: sqlite3.Connection, run_id: int, slots: Sequence[Slot], key: str, llm: LLMConfig,

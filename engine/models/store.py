@@ -11,6 +11,7 @@ from typing import Any
 
 from engine.models.errors import ModelNotFoundError
 from engine.store import Project
+from engine.store.runs import finish_run, start_run  # re-exported: used by training and votes
 from engine.store.schema import now
 
 __all__ = ["ModelInfo", "delete_model", "find_model", "finish_run", "get_model", "list_models", "start_run"]
@@ -149,28 +150,3 @@ def delete_model(project: Project, name: str) -> None:
     project.writer.run(delete_model_rows, info.id)
     if info.folder.is_dir() and info.folder != project.files_dir:
         shutil.rmtree(info.folder, ignore_errors=True)
-
-
-def start_run(project: Project, kind: str, dataset_id: int | None, params: dict[str, Any]) -> int:
-    """Record a running job in ``runs`` and return its id."""
-
-    def write(conn: sqlite3.Connection) -> int:
-        cursor = conn.execute(
-            "INSERT INTO runs (kind, dataset_id, params, status, started_at) VALUES (?, ?, ?, 'running', ?)",
-            (kind, dataset_id, json.dumps(params, default=str), now()),
-        )
-        return int(cursor.lastrowid)
-
-    return project.writer.run(write)
-
-
-def finish_run(project: Project, run_id: int, status: str, *, message: str = "", result: Any = None) -> None:
-    """Close a ``runs`` row with ``done``, ``failed`` or ``cancelled``."""
-
-    def write(conn: sqlite3.Connection) -> None:
-        conn.execute(
-            "UPDATE runs SET status=?, message=?, result=?, finished_at=? WHERE id=?",
-            (status, message[:2000], json.dumps(result, default=str) if result is not None else None, now(), run_id),
-        )
-
-    project.writer.run(write)

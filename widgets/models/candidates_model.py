@@ -8,22 +8,19 @@ updates single rows after a decision (:meth:`CandidatesTableModel.update_row`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any
 
 from PySide6.QtCore import (
-    QAbstractTableModel,
-    QModelIndex,
     QObject,
-    QPersistentModelIndex,
     QSortFilterProxyModel,
     Qt,
 )
 from PySide6.QtGui import QBrush, QColor
 
 from widgets.models.examples_model import one_line
+from widgets.models.row_list import ModelIndex, RowListModel
 
-ModelIndex = QModelIndex | QPersistentModelIndex
 
 __all__ = ["STATUS_COLORS", "CandidatesProxy", "CandidatesTableModel", "edited_field"]
 
@@ -43,7 +40,7 @@ def edited_field(candidate: dict[str, Any]) -> str:
     return next(iter(generated), "text")
 
 
-class CandidatesTableModel(QAbstractTableModel):
+class CandidatesTableModel(RowListModel[dict[str, Any]]):
     """Candidates: ID, Example, Target, Status, Flipped, P(target), Spurious kept, Text.
 
     Parameters
@@ -65,21 +62,6 @@ class CandidatesTableModel(QAbstractTableModel):
     StatusRole = Qt.ItemDataRole.UserRole + 4
     #: The example id (int).
     ExampleIdRole = Qt.ItemDataRole.UserRole + 5
-
-    def __init__(self, parent: QObject | None = None) -> None:
-        super().__init__(parent)
-        self._rows: list[dict[str, Any]] = []
-
-    # ------------------------------------------------------------------ rows
-    def set_rows(self, rows: Sequence[dict[str, Any]]) -> None:
-        """Show ``rows`` (candidate dicts), resetting the model."""
-        self.beginResetModel()
-        self._rows = list(rows)
-        self.endResetModel()
-
-    def rows(self) -> list[dict[str, Any]]:
-        """The candidates shown, in model order."""
-        return list(self._rows)
 
     def candidate_at(self, row: int) -> dict[str, Any]:
         """The candidate in ``row``."""
@@ -103,26 +85,6 @@ class CandidatesTableModel(QAbstractTableModel):
         self.dataChanged.emit(self.index(row, 0), self.index(row, self.columnCount() - 1))
 
     # ------------------------------------------------------------------ Qt model API
-    def rowCount(self, parent: ModelIndex = QModelIndex()) -> int:  # noqa: B008, N802
-        return 0 if parent.isValid() else len(self._rows)
-
-    def columnCount(self, parent: ModelIndex = QModelIndex()) -> int:  # noqa: B008, N802
-        return 0 if parent.isValid() else len(self.HEADERS)
-
-    def flags(self, index: ModelIndex) -> Qt.ItemFlag:
-        if not index.isValid():
-            return Qt.ItemFlag.NoItemFlags
-        return Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable | Qt.ItemFlag.ItemNeverHasChildren
-
-    def headerData(  # noqa: N802
-        self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole
-    ) -> Any:
-        if role != Qt.ItemDataRole.DisplayRole:
-            return None
-        if orientation == Qt.Orientation.Horizontal:
-            return self.HEADERS[section] if 0 <= section < len(self.HEADERS) else None
-        return str(section + 1)
-
     def data(self, index: ModelIndex, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         if not index.isValid() or not 0 <= index.row() < len(self._rows):
             return None

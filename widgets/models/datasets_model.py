@@ -7,24 +7,20 @@ number; :attr:`DatasetsTableModel.SortRole` adds case-insensitive names and labe
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from PySide6.QtCore import (
-    QAbstractTableModel,
-    QModelIndex,
     QObject,
-    QPersistentModelIndex,
     QSortFilterProxyModel,
     Qt,
 )
 
 from engine.store import DatasetInfo
+from widgets.models.row_list import ModelIndex, RowListModel
 
-ModelIndex = QModelIndex | QPersistentModelIndex
 
 
-class DatasetsTableModel(QAbstractTableModel):
+class DatasetsTableModel(RowListModel[DatasetInfo]):
     """Dataset versions: Name, Kind, Task, Rows, Labels, Created.
 
     Parameters
@@ -43,21 +39,6 @@ class DatasetsTableModel(QAbstractTableModel):
     #: Raw sortable value of the cell (int rows, ISO date, lower-case text).
     SortRole = Qt.ItemDataRole.UserRole + 3
 
-    def __init__(self, parent: QObject | None = None) -> None:
-        super().__init__(parent)
-        self._rows: list[DatasetInfo] = []
-
-    # ------------------------------------------------------------------ rows
-    def set_rows(self, rows: Sequence[DatasetInfo]) -> None:
-        """Show ``rows`` (e.g. ``project.datasets()``), resetting the model."""
-        self.beginResetModel()
-        self._rows = list(rows)
-        self.endResetModel()
-
-    def rows(self) -> list[DatasetInfo]:
-        """The datasets shown, in model order."""
-        return list(self._rows)
-
     def dataset_at(self, row: int) -> DatasetInfo:
         """The dataset in ``row``."""
         return self._rows[row]
@@ -70,26 +51,6 @@ class DatasetsTableModel(QAbstractTableModel):
         return None
 
     # ------------------------------------------------------------------ Qt model API
-    def rowCount(self, parent: ModelIndex = QModelIndex()) -> int:  # noqa: B008, N802
-        return 0 if parent.isValid() else len(self._rows)
-
-    def columnCount(self, parent: ModelIndex = QModelIndex()) -> int:  # noqa: B008, N802
-        return 0 if parent.isValid() else len(self.HEADERS)
-
-    def flags(self, index: ModelIndex) -> Qt.ItemFlag:
-        if not index.isValid():
-            return Qt.ItemFlag.NoItemFlags
-        return Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable | Qt.ItemFlag.ItemNeverHasChildren
-
-    def headerData(  # noqa: N802
-        self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole
-    ) -> Any:
-        if role != Qt.ItemDataRole.DisplayRole:
-            return None
-        if orientation == Qt.Orientation.Horizontal:
-            return self.HEADERS[section] if 0 <= section < len(self.HEADERS) else None
-        return str(section + 1)
-
     def data(self, index: ModelIndex, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         if not index.isValid() or not 0 <= index.row() < len(self._rows):
             return None
