@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING, Any
 from PySide6.QtCore import QObject
 from PySide6.QtGui import QUndoCommand, QUndoStack
 
+from engine.counterbias.augment import build_augmented_dataset
 from engine.errors import CounterbiasError
+from engine.llm.connection import send_test_chat
 from engine.llm.base import Usage
 from engine.store import DatasetInfo
 from widgets.error_dialog import show_error
@@ -28,38 +30,6 @@ if TYPE_CHECKING:
     from engine.llm.config import LLMConfig
     from engine.progress import CancelToken, ProgressFn
     from app.main_window import MainWindow
-
-#: The message of the connection test (answered in a word or two by any chat model).
-TEST_PROMPT = "Reply with the single word: ready"
-
-
-def send_test_chat(config: LLMConfig, *, progress: ProgressFn, cancel: CancelToken) -> Any:
-    """Send :data:`TEST_PROMPT` with ``config`` and return the :class:`~engine.llm.base.ChatResult` (a job).
-
-    Raises
-    ------
-    LLMError
-        The named error of the backend (unreachable, auth, unknown model, …).
-    """
-    from engine.llm.registry import create_backend
-
-    cancel.raise_if_cancelled()
-    progress(0.1, f"test chat to {config.backend}:{config.model}")
-    backend = create_backend(config)
-    try:
-        return backend.chat([{"role": "user", "content": TEST_PROMPT}], {"max_tokens": 8, "temperature": 0.0})
-    finally:
-        backend.close()
-
-
-def augment(project: Any, dataset_id: int, *, progress: ProgressFn, cancel: CancelToken) -> Any:
-    """:func:`~engine.counterbias.augment.build_augmented_dataset` as a job."""
-    from engine.counterbias.augment import build_augmented_dataset
-
-    cancel.raise_if_cancelled()
-    progress(0.0, "building the augmented dataset")
-    return build_augmented_dataset(project, dataset_id)
-
 
 class DecisionCommand(QUndoCommand):
     """One review decision, already applied when pushed; undo restores the state before it.
@@ -457,7 +427,7 @@ class ReviewController(QObject):
         if dataset is None:
             return None
         self.panel.set_busy(True)
-        job = self.window.jobs.start(augment, self.window.session.project, dataset.id,
+        job = self.window.jobs.start(build_augmented_dataset, self.window.session.project, dataset.id,
                                      title=f"Build augmented dataset of {dataset.name}")
 
         def done(result: Any) -> None:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from PySide6.QtCore import QObject
 
 from engine.stats import StatsConfig, zfilter_project
-from engine.stats.analysis import DatasetStats, analyse_dataset
+from engine.stats.analysis import DatasetStats, analyse_pair
 from engine.stats.presets_io import zfilter_preset_project
 from engine.store import DatasetInfo
 from widgets.stats_panel import StatsPanel
@@ -15,23 +15,6 @@ from widgets.zfilter_dialog import ZFilterDialog, ZFilterRequest
 
 if TYPE_CHECKING:
     from app.main_window import MainWindow
-
-
-def _analyse_pair(project, dataset_id, compare_id, config, *, progress, cancel):
-    """Statistics of a dataset and, optionally, of a second one to compare with."""
-    from engine.progress import scaled
-    from engine.stats.analysis import hypothesis_only_categorical
-
-    def one(ds_id, lo, hi):
-        # A hypothesis-only member trained on this data adds the hyp_only_pred feature.
-        extra = hypothesis_only_categorical(project, ds_id, progress=scaled(progress, lo, lo + (hi - lo) / 2),
-                                            cancel=cancel)
-        return analyse_dataset(project, ds_id, config, categorical=extra, progress=scaled(progress, lo, hi),
-                               cancel=cancel)
-
-    main = one(dataset_id, 0, 0.5 if compare_id else 1)
-    other = one(compare_id, 0.5, 1) if compare_id is not None else None
-    return main, other
 
 
 class StatsController(QObject):
@@ -58,7 +41,7 @@ class StatsController(QObject):
         config = config or self.panel.config()
         self.panel.set_busy(True)
         job = self.window.jobs.start(
-            _analyse_pair, self.window.session.project, dataset.id, compare_id, config,
+            analyse_pair, self.window.session.project, dataset.id, compare_id, config,
             title=f"Statistics of {dataset.name}",
         )
 

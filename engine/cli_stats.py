@@ -55,7 +55,7 @@ def _add_stats(sub: argparse._SubParsersAction) -> None:
 
 def _run_stats(args: argparse.Namespace, progress: StderrProgress, cancel: CancelToken) -> int:
     from engine.stats import StatsConfig, ZStatsConfig
-    from engine.stats.analysis import analyse_dataset, hypothesis_only_categorical
+    from engine.stats.analysis import analyse_pair
     from engine.store import Project
 
     config = StatsConfig(
@@ -64,8 +64,8 @@ def _run_stats(args: argparse.Namespace, progress: StderrProgress, cancel: Cance
     )
     with Project.open(args.project) as project:
         dataset = project.dataset(args.dataset)
-        categorical = hypothesis_only_categorical(project, dataset.id, args.hyp_only, progress=progress, cancel=cancel)
-        stats = analyse_dataset(project, dataset.id, config, categorical=categorical, progress=progress, cancel=cancel)
+        stats, _ = analyse_pair(project, dataset.id, None, config, hyp_only=args.hyp_only, progress=progress,
+                                cancel=cancel)
     if args.out:
         stats.result.to_csv(args.out)
     print(json.dumps({"dataset": dataset.name, "out": str(args.out) if args.out else None, **stats.summary(args.top)},

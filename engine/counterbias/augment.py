@@ -18,10 +18,12 @@ from typing import TYPE_CHECKING
 
 from engine.counterbias.review import candidate_rows
 from engine.errors import CounterbiasError
+from engine.progress import no_progress
 from engine.store.project import ExampleQuery, insert_dataset
 from engine.store.schema import now
 
 if TYPE_CHECKING:
+    from engine.progress import CancelToken, ProgressFn
     from engine.store.project import DatasetInfo, Project
 
 __all__ = ["AugmentResult", "NothingAcceptedError", "build_augmented_dataset"]
@@ -40,14 +42,27 @@ class AugmentResult:
     added: int
 
 
-def build_augmented_dataset(project: Project, dataset_id: int, name: str | None = None) -> AugmentResult:
+def build_augmented_dataset(
+    project: Project,
+    dataset_id: int,
+    name: str | None = None,
+    *,
+    progress: ProgressFn | None = None,
+    cancel: CancelToken | None = None,
+) -> AugmentResult:
     """Create the augmented version of ``dataset_id`` from its accepted candidates.
+
+    The new version is written in one transaction: a cancel before it leaves nothing behind.
 
     Raises
     ------
     NothingAcceptedError
         When no candidate is accepted.
     """
+    progress = progress or no_progress
+    if cancel is not None:
+        cancel.raise_if_cancelled()
+    progress(0.0, "reading the accepted candidates")
     dataset = project.dataset(dataset_id)
     accepted = candidate_rows(project, dataset_id=dataset.id, statuses=("accepted",))
     if not accepted:
@@ -56,6 +71,9 @@ def build_augmented_dataset(project: Project, dataset_id: int, name: str | None 
     name = name or project.unique_dataset_name(f"{dataset.name}+counterbias")
     project.check_name_free(name)
     members = [int(i) for i in project.example_ids(ExampleQuery(dataset.id))]  # in dataset order
+    if cancel is not None:
+        cancel.raise_if_cancelled()
+    progress(0.5, f"writing {name!r}: {len(members):,} originals + {len(accepted):,} accepted")
 
     def write(conn: sqlite3.Connection) -> int:
         new_id = insert_dataset(conn, name=name, kind="augmented", task=dataset.task, labels=dataset.labels,
@@ -71,6 +89,7 @@ def build_augmented_dataset(project: Project, dataset_id: int, name: str | None 
         return new_id
 
     new = project.dataset(project.writer.run(write))
+    progress(1.0, f"created {name!r}")
     return AugmentResult(new, len(members), len(accepted))
 
 

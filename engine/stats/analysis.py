@@ -152,3 +152,43 @@ def hypothesis_only_categorical(
         member = found[-1]
     return {"hyp_only_pred": hypothesis_only_feature(project, member, dataset_id, progress=progress or no_progress,
                                                      cancel=cancel)}
+
+
+def analyse_pair(
+    project: Project,
+    dataset_id: int,
+    compare_id: int | None,
+    config: StatsConfig,
+    *,
+    hyp_only: str = "auto",
+    progress: ProgressFn | None = None,
+    cancel: CancelToken | None = None,
+) -> tuple[DatasetStats, DatasetStats | None]:
+    """Statistics of a dataset and, optionally, of a second one to compare with.
+
+    A hypothesis-only member trained on a dataset adds its ``hyp_only_pred`` feature (see
+    :func:`hypothesis_only_categorical`). The GUI's *Compute* and the CLI's ``stats`` call this.
+
+    Parameters
+    ----------
+    compare_id
+        A second dataset version (its statistics are computed with the same ``config``), or ``None``.
+    hyp_only
+        ``"auto"``, ``"none"`` or a member name, as in :func:`hypothesis_only_categorical`.
+
+    Returns
+    -------
+    tuple
+        ``(stats of dataset_id, stats of compare_id or None)``.
+    """
+    progress = progress or no_progress
+
+    def one(ds_id: int, lo: float, hi: float) -> DatasetStats:
+        mid = lo + (hi - lo) / 2
+        extra = hypothesis_only_categorical(project, ds_id, hyp_only, progress=scaled(progress, lo, mid), cancel=cancel)
+        return analyse_dataset(project, ds_id, config, categorical=extra, progress=scaled(progress, mid, hi),
+                               cancel=cancel)
+
+    main = one(dataset_id, 0.0, 0.5 if compare_id is not None else 1.0)
+    other = one(compare_id, 0.5, 1.0) if compare_id is not None else None
+    return main, other
