@@ -29,6 +29,13 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Start the GUI and return its exit code."""
     args = build_parser().parse_args(argv)
+    from app.display_check import display_problem
+    from engine.errors import EXIT_USER_ERROR
+
+    problem = display_problem()
+    if problem is not None:
+        print(problem, file=sys.stderr)
+        return EXIT_USER_ERROR
     from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QApplication
 

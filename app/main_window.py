@@ -1,7 +1,8 @@
-"""The main window: a thin composition root.
+"""The main window: the composition root.
 
-It lays out the views (datasets, examples, detail, jobs), owns the menus, and routes user
-actions to engine functions run as jobs. It computes nothing itself.
+It creates the session, the job runner, the panels and their controllers, lays them out
+and connects them; it computes nothing and holds no state of its own. Controllers never see
+the window: they ask for navigation through their signals, which are connected here.
 """
 
 from __future__ import annotations
@@ -9,101 +10,131 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QModelIndex, QSortFilterProxyModel, Qt
-from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
-from PySide6.QtWidgets import (
-    QAbstractItemView,
-    QDockWidget,
-    QFileDialog,
-    QMainWindow,
-    QMenu,
-    QTableView,
-    QTabWidget,
-    QWidget,
-)
+from PySide6.QtCore import QRect, Qt
+from PySide6.QtGui import QAction, QCloseEvent, QGuiApplication, QKeySequence
+from PySide6.QtWidgets import QDockWidget, QMainWindow, QMenu, QTabWidget, QWidget
 
-from app.jobs import JobRunner
+from app.controllers import ImportanceController, ProjectController, ReviewController, StatsController
+from app.jobs import Job, JobRunner
 from app.session import Session
 from app.settings import Settings
-from app.importance_controller import ImportanceController
-from app.review_controller import ReviewController
-from app.stats_controller import StatsController
-from engine.errors import CounterbiasError
-from engine.io import export_dataset, import_file
-from engine.store import PROJECT_SUFFIX, DatasetInfo
+from engine.store import DatasetInfo, Project
+from widgets.datasets_view import DatasetsView
 from widgets.detail_pane import DetailPane
 from widgets.error_dialog import show_error
 from widgets.examples_view import ExamplesView
-from widgets.import_wizard import ImportRequest, ImportWizard
+from widgets.import_wizard import ImportWizard
 from widgets.importance_panel import ImportancePanel
 from widgets.jobs_panel import JobsPanel
 from widgets.review_panel import ReviewPanel
-from widgets.models.datasets_model import DatasetsTableModel
 from widgets.stats_panel import StatsPanel
 
-DatasetIdRole = DatasetsTableModel.DatasetIdRole
+__all__ = ["MainWindow", "fit_within"]
 
-PROJECT_FILTER = f"Counterbias Studio project (*{PROJECT_SUFFIX});;All files (*)"
+#: Qt platforms without a real screen (tests, screenshots): the window keeps its default size there.
+HEADLESS_PLATFORMS = ("offscreen", "minimal")
 
 
 class MainWindow(QMainWindow):
-    """Counterbias Studio's main window."""
+    """Counterbias Studio's main window.
+
+    Parameters
+    ----------
+    settings
+        Application settings (a new :class:`Settings` if omitted).
+    parent
+        Parent widget.
+    """
 
     def __init__(self, settings: Settings | None = None, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.settings = settings or Settings()
         self.session = Session(self.settings, self)
         self.jobs = JobRunner(parent=self)
-        self.current_dataset: DatasetInfo | None = None
-        self.import_wizard: ImportWizard | None = None
         self.setWindowTitle("Counterbias Studio")
-        self.resize(1400, 860)
 
+        # views
         self.examples = ExamplesView(self, debounce_ms=self.settings.get("search_debounce_ms"))
         self.stats_panel = StatsPanel(self)
+        self.importance_panel = ImportancePanel(self)
+        self.review_panel = ReviewPanel(self)
         self.tabs = QTabWidget()
         self.tabs.addTab(self.examples, "Examples")
         self.tabs.addTab(self.stats_panel, "Bias statistics")
-        self.importance_panel = ImportancePanel(self)
         self.tabs.addTab(self.importance_panel, "Word importance")
-        self.review_panel = ReviewPanel(self)
         self.tabs.addTab(self.review_panel, "Counterbias")
         self.setCentralWidget(self.tabs)
-        self.stats = StatsController(self, self.stats_panel)
-        self.importance = ImportanceController(self, self.importance_panel)
-        self.review = ReviewController(self, self.review_panel)
-        self.tabs.currentChanged.connect(self._tab_changed)
+        self.datasets_view = DatasetsView(self)
         self.detail = DetailPane(self)
         self.jobs_panel = JobsPanel(self.jobs.model, cancel=self.jobs.cancel, parent=self)
-        self.datasets_model = DatasetsTableModel(self)
-        self.datasets_proxy = QSortFilterProxyModel(self)
-        self.datasets_proxy.setSourceModel(self.datasets_model)
-        self.datasets_view = QTableView()
-        self.datasets_view.setObjectName("datasetsTable")
-        self.datasets_view.setModel(self.datasets_proxy)
-        self.datasets_view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.datasets_view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-        self.datasets_view.setSortingEnabled(True)
-        self.datasets_view.verticalHeader().hide()
-        self.datasets_view.horizontalHeader().setStretchLastSection(True)
-
         left = self._dock("Datasets", self.datasets_view, Qt.DockWidgetArea.LeftDockWidgetArea)
         right = self._dock("Example", self.detail, Qt.DockWidgetArea.RightDockWidgetArea)
         bottom = self._dock("Jobs", self.jobs_panel, Qt.DockWidgetArea.BottomDockWidgetArea)
         self.resizeDocks([left, right], [330, 360], Qt.Orientation.Horizontal)
         self.resizeDocks([bottom], [150], Qt.Orientation.Vertical)
-        self._build_menus()
 
+        # controllers: each knows the session, the runner and its panel
+        self.projects = ProjectController(self.session, self.jobs, self.datasets_view)
+        self.stats = StatsController(self.session, self.jobs, self.stats_panel)
+        self.importance = ImportanceController(self.session, self.jobs, self.importance_panel)
+        self.review = ReviewController(self.session, self.jobs, self.review_panel)
+        for controller in (self.projects, self.stats, self.importance, self.review):
+            controller.showExamples.connect(self.show_examples)
+            controller.statusMessage.connect(self.statusBar().showMessage)
+
+        # the session drives the shared views
         self.session.projectChanged.connect(self._project_changed)
-        self.session.datasetsChanged.connect(self._datasets_changed)
-        self.datasets_view.selectionModel().currentRowChanged.connect(self._dataset_selected)
-        self.examples.exampleSelected.connect(self._example_selected)
+        self.session.datasetChanged.connect(self._dataset_changed)
+        self.session.exampleChanged.connect(self._example_changed)
+        self.examples.exampleSelected.connect(self.session.set_example)
+        self.examples.idsSelected.connect(self.session.set_selection)
         self.jobs.failed.connect(self._job_failed)
+
+        self._build_menus()
         self._restore_layout()
         self._update_actions()
         self.statusBar().showMessage("Open or create a project to begin.")
 
-    # ------------------------------------------------------------------ layout
+    # ------------------------------------------------------------------ composition helpers
+    @property
+    def current_dataset(self) -> DatasetInfo | None:
+        """The session's current dataset version."""
+        return self.session.dataset
+
+    def open_project(self, path: str | Path) -> Project | None:
+        """Open ``path`` (errors are shown, not raised); the project, or ``None``."""
+        return self.projects.open_project(path)
+
+    def import_dialog(self, path: str | Path | None = None) -> ImportWizard | None:
+        """Open the import wizard (optionally on ``path``); returns it (for tests)."""
+        return self.projects.import_dialog(path)
+
+    def run_export(self, path: str | Path) -> Job | None:
+        """Export the current dataset version to ``path`` as a job."""
+        return self.projects.run_export(path)
+
+    def select_dataset(self, dataset_id: int) -> None:
+        """Make a dataset version current."""
+        self.session.set_dataset(dataset_id)
+
+    def show_examples(self, ids: list[int], caption: str) -> None:
+        """List only ``ids`` in the Examples tab and show it (a controller's ``showExamples``)."""
+        self.examples.set_example_filter(ids, caption)
+        self.examples.model.set_label_filter(None)
+        self.show_examples_tab()
+
+    def show_examples_tab(self) -> None:
+        self.tabs.setCurrentWidget(self.examples)
+
+    def show_stats_tab(self) -> None:
+        self.tabs.setCurrentWidget(self.stats_panel)
+
+    def show_importance_tab(self) -> None:
+        self.tabs.setCurrentWidget(self.importance_panel)
+
+    def show_review_tab(self) -> None:
+        self.tabs.setCurrentWidget(self.review_panel)
+
     def _dock(self, title: str, widget: QWidget, area: Qt.DockWidgetArea) -> QDockWidget:
         dock = QDockWidget(title, self)
         dock.setObjectName(f"dock_{title.lower()}")
@@ -120,12 +151,14 @@ class MainWindow(QMainWindow):
 
     def _build_menus(self) -> None:
         file_menu = self.menuBar().addMenu("&File")
-        self.new_action = self._action("&New Project…", self.new_project_dialog, QKeySequence.StandardKey.New)
-        self.open_action = self._action("&Open Project…", self.open_project_dialog, QKeySequence.StandardKey.Open)
+        self.new_action = self._action("&New Project…", self.projects.new_project_dialog,
+                                       QKeySequence.StandardKey.New)
+        self.open_action = self._action("&Open Project…", self.projects.open_project_dialog,
+                                        QKeySequence.StandardKey.Open)
         self.recent_menu = QMenu("Open &Recent", self)
         self.recent_menu.aboutToShow.connect(self._fill_recent)
-        self.import_action = self._action("&Import Dataset…", self.import_dialog, "Ctrl+I")
-        self.export_action = self._action("&Export Dataset…", self.export_dialog, "Ctrl+E")
+        self.import_action = self._action("&Import Dataset…", lambda: self.projects.import_dialog(), "Ctrl+I")
+        self.export_action = self._action("&Export Dataset…", self.projects.export_dialog, "Ctrl+E")
         self.quit_action = self._action("&Quit", self.close, QKeySequence.StandardKey.Quit)
         file_menu.addActions([self.new_action, self.open_action])
         file_menu.addMenu(self.recent_menu)
@@ -154,178 +187,43 @@ class MainWindow(QMainWindow):
             self.recent_menu.addAction(path, lambda p=path: self.open_project(p))
 
     def _update_actions(self) -> None:
-        has_project = self.session.project is not None
-        self.import_action.setEnabled(has_project)
-        self.export_action.setEnabled(has_project and self.current_dataset is not None)
+        self.import_action.setEnabled(self.session.project is not None)
+        self.export_action.setEnabled(self.session.project is not None and self.session.dataset is not None)
 
-    # ------------------------------------------------------------------ projects
-    def new_project_dialog(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(self, "New project", self.settings.get("last_dir"), PROJECT_FILTER)
-        if path:
-            if not path.endswith(PROJECT_SUFFIX):
-                path += PROJECT_SUFFIX
-            self._guard(self.session.new_project, path)
-
-    def open_project_dialog(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Open project", self.settings.get("last_dir"), PROJECT_FILTER)
-        if path:
-            self.open_project(path)
-
-    def open_project(self, path: str | Path) -> bool:
-        """Open ``path`` as the current project; errors are shown, not raised."""
-        return self._guard(self.session.open_project, path) is not None
-
-    def _project_changed(self, project: Any) -> None:
-        if project is None:
-            self.setWindowTitle("Counterbias Studio")
-            return
-        self.settings.set("last_dir", str(Path(project.path).parent))
-        self.setWindowTitle(f"{Path(project.path).name} — Counterbias Studio")
-        self.statusBar().showMessage(f"Opened {project.path}", 5000)
-
-    def _datasets_changed(self, datasets: list[DatasetInfo]) -> None:
-        keep = self.current_dataset.id if self.current_dataset else None
-        self.datasets_model.set_rows(datasets)
-        target = next((d for d in datasets if d.id == keep), datasets[-1] if datasets else None)
-        if target is None:
-            self.show_dataset(None)
-        else:
-            self.select_dataset(target.id)
+    # ------------------------------------------------------------------ session → shared views
+    def _project_changed(self, project: Project | None) -> None:
+        title = "Counterbias Studio" if project is None else f"{Path(project.path).name} — Counterbias Studio"
+        self.setWindowTitle(title)
         self._update_actions()
 
-    def select_dataset(self, dataset_id: int) -> None:
-        """Select a dataset in the list (which shows it in the table)."""
-        for row in range(self.datasets_proxy.rowCount()):
-            index = self.datasets_proxy.index(row, 0)
-            if index.data(DatasetIdRole) == dataset_id:
-                self.datasets_view.setCurrentIndex(index)
-                self.datasets_view.selectRow(row)
-                if self.current_dataset is None or self.current_dataset.id != dataset_id:
-                    self._dataset_selected(index, QModelIndex())
-                return
-
-    def _dataset_selected(self, current: QModelIndex, previous: QModelIndex) -> None:
-        dataset_id = current.data(DatasetIdRole) if current.isValid() else None
-        project = self.session.project
-        dataset = next((d for d in self.session.datasets if d.id == dataset_id), None)
-        if dataset is not None and self.current_dataset is not None and dataset == self.current_dataset:
-            return
-        self.show_dataset(dataset if project else None)
-
-    def show_dataset(self, dataset: DatasetInfo | None) -> None:
-        self.current_dataset = dataset
+    def _dataset_changed(self, dataset: DatasetInfo | None) -> None:
         self.examples.show_dataset(self.session.project, dataset)
         self.detail.show_example(None, dataset.labels if dataset else [])
         if dataset is not None and self.examples.model.rowCount():
             self.examples.table.selectRow(0)
-        self.stats.dataset_changed(dataset)
-        self.importance.dataset_changed(dataset)
-        self.review.dataset_changed(dataset)
         self._update_actions()
 
-    def show_examples_tab(self) -> None:
-        self.tabs.setCurrentWidget(self.examples)
+    def _example_changed(self, row: dict | None) -> None:
+        dataset = self.session.dataset
+        self.detail.show_example(row, dataset.labels if dataset else [])
 
-    def show_stats_tab(self) -> None:
-        self.tabs.setCurrentWidget(self.stats_panel)
+    def _job_failed(self, job: Job, exc: BaseException, traceback_text: str) -> None:
+        if job.report_errors:
+            show_error(self, exc, traceback_text).open()
 
-    def _example_selected(self, row: dict | None) -> None:
-        self.detail.show_example(row, self.current_dataset.labels if self.current_dataset else [])
-        self.importance.example_selected(row)
-        self.review.example_selected(row)
-
-    def _tab_changed(self, index: int) -> None:
-        if self.tabs.widget(index) is self.importance_panel:
-            self.importance.refresh_example()
-        elif self.tabs.widget(index) is self.review_panel:
-            self.review.refresh()
-
-    def show_importance_tab(self) -> None:
-        self.tabs.setCurrentWidget(self.importance_panel)
-
-    def show_review_tab(self) -> None:
-        self.tabs.setCurrentWidget(self.review_panel)
-
-    # ------------------------------------------------------------------ import / export
-    def import_dialog(self, path: str | Path | None = None) -> ImportWizard | None:
-        """Open the import wizard (optionally on ``path``); returns it (for tests)."""
-        if self.session.project is None:
-            return None
-        wizard = ImportWizard(self.session.datasets, self)
-        wizard.importRequested.connect(lambda req: self.run_import(req, wizard))
-        wizard.finished.connect(lambda _: setattr(self, "import_wizard", None))
-        self.import_wizard = wizard
-        if path:
-            wizard.set_path(path)
-        wizard.open()
-        return wizard
-
-    def run_import(self, request: ImportRequest, wizard: ImportWizard | None = None) -> Any:
-        """Run an import as a job; on success refresh and show the new dataset."""
-        project = self.session.project
-        job = self.jobs.start(
-            import_file,
-            project,
-            request.path,
-            request.mapping,
-            request.read_options,
-            request.options,
-            title=f"Import {request.path.name}",
-        )
-
-        def done(result: Any) -> None:
-            self.session.refresh_datasets()
-            self.select_dataset(result.dataset.id)
-            self.statusBar().showMessage(
-                f"Imported {result.rows:,} rows into {result.dataset.name} in {result.seconds:.1f} s", 8000
-            )
-            if wizard is not None:
-                wizard.accept()
-
-        job.on_finished(done)
-        if wizard is not None:
-            job.on_failed(lambda exc, tb: wizard.show_error(exc))
-            job.on_cancelled(lambda: wizard.set_busy(False))
-            job.silent_failure = True
-        return job
-
-    def export_dialog(self) -> None:
-        if self.session.project is None or self.current_dataset is None:
-            return
-        default = str(Path(self.settings.get("last_dir")) / f"{_safe(self.current_dataset.name)}.csv")
-        path, _ = QFileDialog.getSaveFileName(
-            self, "Export dataset", default, "CSV (*.csv);;JSON lines (*.jsonl)"
-        )
-        if path:
-            self.run_export(path)
-
-    def run_export(self, path: str | Path) -> Any:
-        """Export the shown dataset version as a job."""
-        dataset = self.current_dataset
-        job = self.jobs.start(export_dataset, self.session.project, dataset.id, Path(path),
-                              title=f"Export {dataset.name}")
-        job.on_finished(
-            lambda r: self.statusBar().showMessage(f"Exported {r.rows:,} rows to {r.path}", 8000)
-        )
-        return job
-
-    # ------------------------------------------------------------------ errors and shutdown
-    def _guard(self, fn: Any, *args: Any) -> Any:
-        try:
-            return fn(*args)
-        except CounterbiasError as exc:
-            show_error(self, exc).open()
-            return None
-
-    def _job_failed(self, job: Any, exc: BaseException, traceback_text: str) -> None:
-        if getattr(job, "silent_failure", False):
-            return
-        show_error(self, exc, traceback_text).open()
-
+    # ------------------------------------------------------------------ geometry
     def _restore_layout(self) -> None:
+        """Restore the saved geometry if it fits the screen; else open maximised on first run."""
         geometry = self.settings.get("window_geometry")
-        if not geometry.isEmpty():
-            self.restoreGeometry(geometry)
+        restored = not geometry.isEmpty() and self.restoreGeometry(geometry)
+        screen = (self.screen() or QGuiApplication.primaryScreen())
+        available = screen.availableGeometry() if screen is not None else None
+        if available is not None and restored:
+            self.setGeometry(fit_within(self.geometry(), available))
+        elif available is not None:
+            self.resize(min(1400, available.width()), min(860, available.height()))
+            if QGuiApplication.platformName() not in HEADLESS_PLATFORMS:
+                self.setWindowState(self.windowState() | Qt.WindowState.WindowMaximized)
         state = self.settings.get("window_state")
         if not state.isEmpty():
             self.restoreState(state)
@@ -339,5 +237,16 @@ class MainWindow(QMainWindow):
         super().closeEvent(event)
 
 
-def _safe(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_. ()" else "_" for c in name).strip() or "dataset"
+def fit_within(rect: QRect, available: QRect) -> QRect:
+    """``rect`` shrunk to at most ``available``'s size and moved inside it.
+
+    Examples
+    --------
+    >>> r = fit_within(QRect(-50, 10, 2400, 900), QRect(0, 0, 1600, 1000))
+    >>> (r.x(), r.y(), r.width(), r.height())
+    (0, 10, 1600, 900)
+    """
+    width, height = min(rect.width(), available.width()), min(rect.height(), available.height())
+    x = min(max(rect.x(), available.x()), available.x() + available.width() - width)
+    y = min(max(rect.y(), available.y()), available.y() + available.height() - height)
+    return QRect(x, y, width, height)

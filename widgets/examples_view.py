@@ -32,6 +32,9 @@ class ExamplesView(QWidget):
     exampleSelected = Signal(object)
     """Emitted with the selected example's row dict (or ``None``)."""
 
+    idsSelected = Signal(list)
+    """Emitted with the ids of the selected examples (in table order) when the selection changes."""
+
     def __init__(self, parent: QWidget | None = None, *, debounce_ms: int = 250) -> None:
         super().__init__(parent)
         self.model = ExamplesTableModel(parent=self)
@@ -125,7 +128,19 @@ class ExamplesView(QWidget):
         shown = self.model.rowCount()
         self.count_label.setText(f"{shown:,} of {total:,} rows" if shown != total else f"{total:,} rows")
 
+    def selected_ids(self) -> list[int]:
+        """Ids of the selected examples, in table order."""
+        rows = sorted({i.row() for i in self.table.selectionModel().selectedRows()})
+        ids = []
+        for r in rows:
+            try:
+                ids.append(int(self.model.example_id_at(r)))
+            except (KeyError, IndexError):  # the row went away since the last refresh
+                continue
+        return ids
+
     def _selection_changed(self, selected: QItemSelection, deselected: QItemSelection) -> None:
+        self.idsSelected.emit(self.selected_ids())
         index = self.table.currentIndex()
         rows = self.table.selectionModel().selectedRows()
         if rows:

@@ -1,17 +1,16 @@
 """The jobs panel: running and finished background jobs, with progress bars and Cancel.
 
-The panel shows a :class:`~widgets.models.jobs_model.JobsTableModel` and asks a callback to
-cancel a job; it never runs jobs itself. In the application::
+The panel shows a jobs table model (the runner's :class:`app.jobs.JobsTableModel`, or any model
+with the :class:`JobsModel` shape) and asks a callback to cancel a job; it never runs jobs itself.
+In the application::
 
     panel = JobsPanel(runner.model, cancel=runner.cancel)
-
-Run ``python -m widgets.jobs_panel`` for a standalone demo with fake, timer-driven jobs.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
+from typing import Any, Protocol
 
 from PySide6.QtCore import QItemSelection, QModelIndex, QPersistentModelIndex, QPoint, Qt, Signal
 from PySide6.QtGui import QPainter
@@ -32,9 +31,31 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from widgets.models.jobs_model import JobRow, JobsTableModel, JobStatus
 
-__all__ = ["JobsPanel", "ProgressBarDelegate"]
+__all__ = ["JobsModel", "JobsPanel", "ProgressBarDelegate"]
+
+
+class JobsModel(Protocol):
+    """What the panel needs of a jobs table model (besides being a ``QAbstractItemModel``).
+
+    Rows are job records with ``job_id`` and ``can_cancel``; ``TITLE``, ``PROGRESS`` and
+    ``MESSAGE`` are column numbers and ``ProgressRole`` the role holding the completed fraction.
+    """
+
+    TITLE: int
+    PROGRESS: int
+    MESSAGE: int
+    ProgressRole: int
+
+    def job(self, job_id: int) -> Any: ...
+
+    def job_at(self, row: int) -> Any: ...
+
+    def row_of(self, job_id: int) -> int | None: ...
+
+    def counts(self) -> dict[str, int]: ...
+
+    def remove_finished(self) -> int: ...
 
 
 class ProgressBarDelegate(QStyledItemDelegate):
@@ -43,12 +64,12 @@ class ProgressBarDelegate(QStyledItemDelegate):
     Parameters
     ----------
     role
-        Item data role holding the fraction (e.g. :attr:`JobsTableModel.ProgressRole`).
+        Item data role holding the fraction (the jobs model's ``ProgressRole``).
     parent
         Owning object (usually the view).
     """
 
-    def __init__(self, role: int = JobsTableModel.ProgressRole, parent: QWidget | None = None) -> None:
+    def __init__(self, role: int, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._role = role
 
@@ -101,7 +122,7 @@ class JobsPanel(QWidget):
 
     def __init__(
         self,
-        model: JobsTableModel,
+        model: JobsModel,
         cancel: Callable[[int], object] | None = None,
         parent: QWidget | None = None,
     ) -> None:
@@ -117,15 +138,15 @@ class JobsPanel(QWidget):
         self.view.setAlternatingRowColors(True)
         self.view.setWordWrap(False)
         self.view.verticalHeader().setVisible(False)
-        self.view.setItemDelegateForColumn(JobsTableModel.PROGRESS, ProgressBarDelegate(parent=self.view))
+        self.view.setItemDelegateForColumn(model.PROGRESS, ProgressBarDelegate(model.ProgressRole, parent=self.view))
         self.view.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.view.customContextMenuRequested.connect(self._show_context_menu)
         header = self.view.horizontalHeader()
         header.setStretchLastSection(False)
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
-        header.setSectionResizeMode(JobsTableModel.MESSAGE, QHeaderView.ResizeMode.Stretch)
-        self.view.setColumnWidth(JobsTableModel.TITLE, 220)
-        self.view.setColumnWidth(JobsTableModel.PROGRESS, 120)
+        header.setSectionResizeMode(model.MESSAGE, QHeaderView.ResizeMode.Stretch)
+        self.view.setColumnWidth(model.TITLE, 220)
+        self.view.setColumnWidth(model.PROGRESS, 120)
 
         self.summary = QLabel(self)
         self.summary.setTextFormat(Qt.TextFormat.PlainText)
@@ -152,11 +173,11 @@ class JobsPanel(QWidget):
 
     # ------------------------------------------------------------------ public API
     @property
-    def model(self) -> JobsTableModel:
+    def model(self) -> JobsModel:
         """The model shown."""
         return self._model
 
-    def selected_job(self) -> JobRow | None:
+    def selected_job(self) -> Any:
         """The job of the selected row, or ``None``."""
         rows = self.view.selectionModel().selectedRows()
         if not rows:
@@ -191,10 +212,9 @@ class JobsPanel(QWidget):
     def _update_controls(self, *args: object) -> None:
         job = self.selected_job()
         self.cancel_button.setEnabled(job is not None and job.can_cancel)
-        jobs = self._model.jobs()
-        running = sum(1 for j in jobs if j.status is JobStatus.RUNNING)
-        queued = sum(1 for j in jobs if j.status is JobStatus.QUEUED)
-        self.clear_button.setEnabled(len(jobs) > running + queued)
+        counts = self._model.counts()
+        running, queued = counts.get("running", 0), counts.get("queued", 0)
+        self.clear_button.setEnabled(sum(counts.values()) > running + queued)
         parts = [f"{running} running"] if running else []
         if queued:
             parts.append(f"{queued} queued")
@@ -211,66 +231,3 @@ class JobsPanel(QWidget):
         action.triggered.connect(lambda: self.cancel_job(job.job_id))
         menu.addAction("Clear finished jobs", self._model.remove_finished)
         menu.popup(self.view.viewport().mapToGlobal(pos))
-
-
-def _demo() -> int:  # pragma: no cover - manual demo
-    """Show the panel with a few fake jobs driven by a timer (no engine, no threads)."""
-    import random
-
-    from PySide6.QtCore import QTimer
-
-    app = QApplication.instance() or QApplication([])
-    model = JobsTableModel()
-    speeds: dict[int, float] = {}
-
-    def add(job_id: int, title: str, speed: float) -> None:
-        model.add_job(JobRow(job_id=job_id, title=title, status=JobStatus.RUNNING, started=time.monotonic()))
-        speeds[job_id] = speed
-
-    def cancel(job_id: int) -> None:
-        model.update_job(job_id, cancel_requested=True)
-
-    def step() -> None:
-        for job in model.jobs():
-            if not job.status.is_active:
-                continue
-            if job.cancel_requested:
-                model.update_job(job.job_id, status=JobStatus.CANCELLED, ended=time.monotonic(), message="Cancelled")
-                continue
-            if job.status is JobStatus.QUEUED:
-                if model.active_count() - 1 < 3:  # a "thread" is free: start it
-                    model.update_job(job.job_id, status=JobStatus.RUNNING, started=time.monotonic())
-                continue
-            fraction = min(1.0, job.fraction + speeds[job.job_id] * random.uniform(0.5, 1.5))
-            if job.title.startswith("Failing") and fraction > 0.6:
-                model.update_job(
-                    job.job_id, status=JobStatus.FAILED, ended=time.monotonic(), message="Out of fake memory"
-                )
-                continue
-            done = fraction >= 1.0
-            model.update_job(
-                job.job_id,
-                fraction=fraction,
-                message="Done" if done else f"Batch {int(fraction * 200)} of 200",
-                status=JobStatus.DONE if done else JobStatus.RUNNING,
-                ended=time.monotonic() if done else None,
-            )
-
-    add(1, "Import reviews.csv", 0.01)
-    add(2, "Train baseline classifier", 0.002)
-    add(3, "Failing job", 0.005)
-    model.add_job(JobRow(job_id=4, title="Queued attribution run"))
-    speeds[4] = 0.02
-    timer = QTimer()
-    timer.timeout.connect(step)
-    timer.start(100)
-
-    panel = JobsPanel(model, cancel=cancel)
-    panel.setWindowTitle("Jobs — demo")
-    panel.resize(900, 260)
-    panel.show()
-    return app.exec()
-
-
-if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(_demo())

@@ -49,11 +49,11 @@ def test_train_explain_and_highlight(window, qtbot):
     # Select three rows and explain them (IG, cached per member).
     table = window.examples.table
     table.selectRow(0)
+    assert window.session.example_id == window.examples.model.example_id_at(0)
     with qtbot.waitSignal(window.jobs.done, timeout=240_000):
         window.importance.explain("selection")
     assert window.importance.vote_set_id is not None
-    window.importance.example_selected(window.examples.model.example_at(0))
-    window.importance.refresh_example()
+    # The panel follows the session's example: once explained it is shown, with no other click.
     html = panel.sentence.html_source
     assert "background-color: rgba(" in html, "principal or spurious words are highlighted"
     name = members[0].name
@@ -86,7 +86,7 @@ def test_reopening_shows_the_stored_vote_with_its_settings(window, qtbot):
     panel = window.importance_panel
     window.show_importance_tab()
     assert panel.methods() == ["ig", "lime"] and panel.k.value() == 3 and panel.gender.isChecked()
-    window.importance.example_selected(window.examples.model.example_at(0))
+    window.session.set_example(window.examples.model.example_at(0))
     window.importance.refresh_example()
     name = window.importance.members()[0].name
     assert panel.grid.cell_text(name, "lime") not in ("", "—")

@@ -9,10 +9,9 @@ import time
 import pytest
 from PySide6.QtCore import QCoreApplication, QThread
 
-from app.jobs import Job, JobRunner, JobStatus
+from app.jobs import Job, JobRunner, JobsTableModel, JobStatus
 from engine.errors import Cancelled, DatasetNotFoundError
 from engine.progress import CancelToken
-from widgets.models.jobs_model import JobsTableModel
 
 
 @pytest.fixture
@@ -230,3 +229,79 @@ def test_callbacks_after_the_end_are_refused(runner):
     assert runner.wait_for_done(5000)
     with pytest.raises(RuntimeError):
         job.on_finished(print)
+
+
+def wait_for_event(event, *, progress, cancel, log=None, name=""):
+    """Runs until ``event`` is set or the job is cancelled."""
+    if log is not None:
+        log.append(f"start {name}")
+    while not event.wait(0.01):
+        cancel.raise_if_cancelled()
+    if log is not None:
+        log.append(f"end {name}")
+    return name
+
+
+def test_same_kind_queues_behind_the_running_job(runner, qtbot):
+    gate, log = threading.Event(), []
+    first = runner.start(wait_for_event, gate, log=log, name="first", title="first", kind="train")
+    qtbot.waitUntil(lambda: first.status is JobStatus.RUNNING, timeout=5000)
+    second = runner.start(wait_for_event, threading.Event(), log=log, name="second", title="second", kind="train")
+    other = runner.start(add, 1, 2, title="no slot")  # a job without a kind is not held up
+    qtbot.waitUntil(lambda: other.status is JobStatus.DONE, timeout=5000)
+    time.sleep(0.1)
+    QCoreApplication.processEvents()
+    assert second.status is JobStatus.QUEUED and log == ["start first"]
+    gate.set()
+    qtbot.waitUntil(lambda: first.status is JobStatus.DONE, timeout=5000)
+    qtbot.waitUntil(lambda: second.status is JobStatus.RUNNING, timeout=5000)
+    assert log == ["start first", "end first", "start second"]
+    second.cancel()
+    assert runner.wait_for_done(5000)
+    assert second.status is JobStatus.CANCELLED
+
+
+def test_same_kind_with_cancel_policy_supersedes(runner, qtbot):
+    log: list[str] = []
+    first = runner.start(wait_for_event, threading.Event(), log=log, name="first", title="1", kind="stats",
+                         when_busy="cancel")
+    qtbot.waitUntil(lambda: first.status is JobStatus.RUNNING, timeout=5000)
+    second = runner.start(wait_for_event, threading.Event(), log=log, name="second", title="2", kind="stats",
+                          when_busy="cancel")
+    done = threading.Event()
+    done.set()
+    third = runner.start(wait_for_event, done, log=log, name="third", title="3", kind="stats", when_busy="cancel")
+    results = []
+    third.on_finished(results.append)
+    assert runner.wait_for_done(5000)
+    assert first.status is JobStatus.CANCELLED
+    assert second.status is JobStatus.CANCELLED and second.elapsed is None  # never started
+    assert third.status is JobStatus.DONE and results == ["third"]
+    assert log == ["start first", "start third", "end third"]  # never two of a kind at once
+
+
+def test_cancelling_a_waiting_job_ends_it_at_once(runner, qtbot):
+    gate = threading.Event()
+    first = runner.start(wait_for_event, gate, title="1", kind="k")
+    second = runner.start(add, 1, 1, title="2", kind="k")
+    qtbot.waitUntil(lambda: first.status is JobStatus.RUNNING, timeout=5000)
+    with qtbot.waitSignal(runner.cancelled, timeout=2000):
+        second.cancel()
+    assert second.status is JobStatus.CANCELLED and first.status is JobStatus.RUNNING
+    gate.set()
+    assert runner.wait_for_done(5000)
+    assert first.status is JobStatus.DONE
+
+
+def test_report_errors_flag_travels_with_the_job(runner, qtbot):
+    def boom(*, progress, cancel):
+        raise DatasetNotFoundError("gone", "pick another")
+
+    seen = []
+    runner.failed.connect(lambda job, exc, tb: seen.append(job.report_errors))
+    runner.start(boom, title="shown")
+    runner.start(boom, title="in place", report_errors=False)
+    assert runner.wait_for_done(5000)
+    assert sorted(seen) == [False, True]
+    with pytest.raises(ValueError):
+        runner.start(boom, title="x", when_busy="later")

@@ -99,7 +99,7 @@ def test_generate_review_undo_and_augment(window, qtbot, server):
 
     _select_rows(win, [0, 1, 2])
     win.show_review_tab()
-    ids = ctl.selected_ids()
+    ids = win.session.selected_or_current()
     assert len(ids) == 3
     with qtbot.waitSignal(win.jobs.done, timeout=120_000):
         panel.generate_selection.click()
@@ -191,7 +191,7 @@ def test_generate_review_undo_and_augment(window, qtbot, server):
     assert len(datasets) == n_before + 1
     augmented = datasets[-1]
     assert augmented.kind == "augmented" and augmented.row_count == dataset.row_count + 2
-    assert win.datasets_model.rowCount() == len(datasets)
+    assert win.datasets_view.model.rowCount() == len(datasets)
 
 
 def test_editing_triples_discards_undecided_candidates(window, qtbot, server):
@@ -201,7 +201,7 @@ def test_editing_triples_discards_undecided_candidates(window, qtbot, server):
     ctl.set_llm_values({"backend": "openai", "model": "stub", "base_url": server.base_url, "samples": 1})
     win.examples.table.selectRow(3)
     win.show_review_tab()
-    example_id = int(ctl.example["id"])
+    example_id = win.session.example_id
     with qtbot.waitSignal(win.jobs.done, timeout=120_000):
         panel.generate_selection.click()
     made = candidate_rows(project, example_ids=[example_id])

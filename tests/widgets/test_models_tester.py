@@ -10,7 +10,7 @@ from engine.store import DatasetInfo, ExampleQuery
 from tests.widgets._data import make_dataset
 from widgets.models.datasets_model import DatasetsTableModel, make_proxy
 from widgets.models.examples_model import ExamplesTableModel
-from widgets.models.jobs_model import JobRow, JobsTableModel, JobStatus
+from app.jobs import JobRow, JobsTableModel, JobStatus
 
 
 def test_examples_model_single(qtmodeltester, project):

@@ -2,25 +2,28 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from PySide6.QtCore import QObject
-
+from app.controllers.base import PanelController
+from app.jobs import Job, JobRunner
+from app.session import Session
 from engine.store import DatasetInfo
 from widgets.importance_panel import ImportancePanel
 
-if TYPE_CHECKING:
-    from app.main_window import MainWindow
+__all__ = ["ImportanceController"]
 
 
-class ImportanceController(QObject):
-    """Connects the importance panel to training, attribution and the vote."""
+class ImportanceController(PanelController):
+    """Connects the importance panel to training, attribution and the vote.
 
-    def __init__(self, window: MainWindow, panel: ImportancePanel) -> None:
-        super().__init__(window)
-        self.window = window
-        self.panel = panel
-        self.example: dict | None = None
+    The shown example is always the session's current example: the panel follows
+    :attr:`Session.exampleChanged` and re-votes it when it is (or becomes) visible.
+    """
+
+    panel: ImportancePanel
+
+    def __init__(self, session: Session, jobs: JobRunner, panel: ImportancePanel) -> None:
+        super().__init__(session, jobs, panel)
         self.vote_set_id: int | None = None
         #: Method -> settings of the shown vote (its cached scores are read and reused).
         self.method_settings: dict[str, Any] = {}
@@ -28,13 +31,16 @@ class ImportanceController(QObject):
         panel.explainRequested.connect(self.explain)
         panel.voteSettingsChanged.connect(self.refresh_example)
         panel.wordActivated.connect(self.show_word_examples)
+        session.datasetChanged.connect(self.dataset_changed)
+        session.exampleChanged.connect(self.example_selected)
+        session.statsChanged.connect(self._stats_changed)
 
     # ------------------------------------------------------------------ state
     def members(self) -> list:
         """Trained members of the shown dataset version (or of its parent)."""
         from engine.models.store import list_models
 
-        project, dataset = self.window.session.project, self.window.current_dataset
+        project, dataset = self.session.project, self.session.dataset
         if project is None or dataset is None:
             return []
         ids = {dataset.id, dataset.parent_id}
@@ -47,9 +53,9 @@ class ImportanceController(QObject):
         return enabled
 
     def dataset_changed(self, dataset: DatasetInfo | None) -> None:
+        """Show the members and the newest vote of ``dataset``."""
         self.vote_set_id = None
         self.method_settings = {}
-        self.example = None
         if dataset is None:
             self.panel.show_members([], {})
             return
@@ -64,7 +70,7 @@ class ImportanceController(QObject):
         """Reopening a project shows the dataset-level tables of its newest vote."""
         from engine.attribution.vote_store import vote_sets, vote_summary
 
-        project = self.window.session.project
+        project = self.session.project
         stored = vote_sets(project, dataset.id)
         if stored:
             self.vote_set_id = int(stored[0]["id"])
@@ -76,57 +82,71 @@ class ImportanceController(QObject):
             summary = vote_summary(project, self.vote_set_id)
             self.panel.show_summary(summary.principal, summary.spurious, self._max_z())
 
-    def example_selected(self, row: dict | None) -> None:
-        self.example = row
-        if self.window.tabs.currentWidget() is self.panel:
+    def example_selected(self, row: dict | None = None) -> None:
+        """The session's example changed: re-vote it if the panel is visible."""
+        if self.is_shown():
             self.refresh_example()
 
+    def panel_shown(self) -> None:
+        self.refresh_example()
+
+    def _stats_changed(self, stats: Any) -> None:
+        if self.vote_set_id is not None and self.session.dataset is not None \
+                and stats.dataset.id == self.session.dataset.id:
+            from engine.attribution.vote_store import vote_summary
+
+            summary = vote_summary(self.session.project, self.vote_set_id)
+            self.panel.show_summary(summary.principal, summary.spurious, self._max_z())
+
     # ------------------------------------------------------------------ actions
-    def train(self, backbones: list[str], preset: str) -> Any:
+    def train(self, backbones: list[str], preset: str) -> Job | None:
         """Train (or reuse) one member per backbone on the shown dataset, as a job."""
         from engine.models.config import default_ensemble
         from engine.models.train import train_ensemble
 
-        dataset = self.window.current_dataset
+        dataset = self.session.dataset
         if dataset is None:
             return None
         config = default_ensemble(f"{dataset.name}:", backbones=backbones, preset=preset)
         self.panel.set_busy(True)
-        job = self.window.jobs.start(train_ensemble, self.window.session.project, dataset.id, config,
-                                     title=f"Train {len(backbones)} members on {dataset.name}")
-        job.on_finished(lambda result: (self.panel.set_busy(False), self.dataset_changed(self.window.current_dataset)))
-        job.on_failed(lambda exc, tb: self.panel.set_busy(False))
-        job.on_cancelled(lambda: self.panel.set_busy(False))
+        job = self.jobs.start(train_ensemble, self.session.project, dataset.id, config,
+                              title=f"Train {len(backbones)} members on {dataset.name}", kind="train")
+
+        def ended(*_: Any) -> None:
+            # members finished before a cancel or a failure are stored: show what exists
+            self.panel.set_busy(False)
+            self.dataset_changed(self.session.dataset)
+
+        job.on_finished(ended)
+        job.on_failed(ended)
+        job.on_cancelled(ended)
         return job
 
-    def explain(self, scope: str = "selection") -> Any:
+    def explain(self, scope: str = "selection") -> Job | None:
         """Attribute (cached) and vote on the selected rows or the whole dataset, as a job."""
         from engine.attribution.vote import VoteSettings
         from engine.attribution.vote_store import find_principal_words
 
-        dataset = self.window.current_dataset
+        dataset = self.session.dataset
         members = self.enabled_members()
         if dataset is None or not members:
-            self.window.statusBar().showMessage("Train an ensemble first.", 6000)
+            self.status("Train an ensemble first.")
             return None
         ids = None
         if scope == "selection":
-            view = self.window.examples
-            rows = sorted({i.row() for i in view.table.selectionModel().selectedRows()})
-            ids = [view.model.example_id_at(r) for r in rows] or (
-                [int(self.example["id"])] if self.example else [])
+            ids = self.session.selected_or_current()
             if not ids:
-                self.window.statusBar().showMessage("Select rows in the Examples tab first.", 6000)
+                self.status("Select rows in the Examples tab first.")
                 return None
         settings = VoteSettings(k=self.panel.k.value(), combine=self.panel.combine.currentText())
         # a method of the shown vote keeps its settings (its cached scores are reused)
         methods = {m: self.method_settings.get(m) for m in self.panel.methods()}
         self.panel.set_busy(True)
-        job = self.window.jobs.start(
-            find_principal_words, self.window.session.project, dataset.id, [m.name for m in members],
+        job = self.jobs.start(
+            find_principal_words, self.session.project, dataset.id, [m.name for m in members],
             methods=methods, vote=settings, wordlists=("gender",) if self.panel.gender.isChecked() else (),
             user_words=self.panel.user_word_list(), example_ids=ids,
-            title=f"Explain {len(ids) if ids else dataset.row_count:,} examples",
+            title=f"Explain {len(ids) if ids else dataset.row_count:,} examples", kind="explain",
         )
 
         def done(run: Any) -> None:
@@ -147,7 +167,7 @@ class ImportanceController(QObject):
         from engine.attribution.vote import VoteSettings
         from engine.attribution.wordlists import combine_wordlists
 
-        project, example = self.window.session.project, self.example
+        project, example = self.session.project, self.session.example
         members = self.enabled_members()
         if project is None or example is None or not members:
             self.panel.show_example([], {}, [], [], "No example selected." if members else
@@ -177,15 +197,16 @@ class ImportanceController(QObject):
 
         if self.vote_set_id is None:
             return
-        votes = load_votes(self.window.session.project, self.vote_set_id)
+        votes = load_votes(self.session.project, self.vote_set_id)
         ids = sorted({ex for (ex, _), v in votes.items() if word in getattr(v, category)})
-        self.window.examples.set_example_filter(ids, f"examples where {word!r} is {category}")
-        self.window.show_examples_tab()
-        self.window.statusBar().showMessage(f"{len(ids):,} examples where {word!r} is {category}", 8000)
+        self.showExamples.emit(ids, f"examples where {word!r} is {category}")
+        self.status(f"{len(ids):,} examples where {word!r} is {category}", 8000)
 
     def _max_z(self) -> dict[str, float]:
-        stats = self.window.stats.current
-        if stats is None or self.window.current_dataset is None or stats.dataset.id != self.window.current_dataset.id:
+        """The largest z of each word in the session's newest statistics of the dataset."""
+        dataset = self.session.dataset
+        stats = self.session.stats_for(dataset.id if dataset else None)
+        if stats is None:
             return {}
         r = stats.result
         best = r.z.max(axis=1)

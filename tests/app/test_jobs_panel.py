@@ -5,7 +5,8 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 
 from widgets.jobs_panel import JobsPanel, ProgressBarDelegate
-from widgets.models.jobs_model import UNKNOWN, JobRow, JobsTableModel, JobStatus, format_duration
+from app.jobs import JobRow, JobsTableModel, JobStatus, format_duration
+from app.jobs.model import UNKNOWN
 
 
 class FakeClock:

@@ -22,6 +22,12 @@ Design
 * ``Cancelled`` raised by the function becomes ``cancelled``; any other exception becomes
   ``failed`` with the formatted traceback; a return value becomes ``finished``. A ``done``
   signal always follows.
+* Task slots (Orange-style): a job started with a ``kind`` never runs beside another job of
+  that kind. With ``when_busy="queue"`` it waits for the active one(s); with ``"cancel"`` the
+  active and waiting ones are cancelled and the new one runs once they have stopped (a
+  statistics panel recomputing with new settings). Jobs without a kind run at once.
+* ``report_errors=False`` marks a job whose failure its caller shows itself (a dialog shows
+  the error in place); :attr:`Job.report_errors` tells the window not to pop up a message box.
 * Call :meth:`JobRunner.shutdown` before the application exits (it is also connected to
   ``QCoreApplication.aboutToQuit``): it cancels every job and waits for the pool.
 """
@@ -51,9 +57,14 @@ from PySide6.QtCore import (
 
 from engine.errors import Cancelled
 from engine.progress import CancelToken
-from widgets.models.jobs_model import JobRow, JobsTableModel, JobStatus
+from app.jobs.model import JobRow, JobsTableModel
+from app.jobs.status import JobStatus
 
-__all__ = ["Job", "JobRunner", "JobStatus"]
+__all__ = ["BUSY_POLICIES", "Job", "JobRunner"]
+
+#: What a new job of a kind does when one of that kind is active: wait for it, or cancel it (and
+#: any still waiting) and run after it has stopped.
+BUSY_POLICIES = ("queue", "cancel")
 
 _RESERVED_KWARGS = frozenset({"progress", "cancel"})
 
@@ -85,11 +96,26 @@ class Job:
         Wall-clock time it ended (``None`` while active).
     error
         The exception of a failed job.
+    kind
+        Its task slot (``None``: none); see :meth:`JobRunner.start`.
+    report_errors
+        Whether a failure should be reported to the user by whoever listens to
+        :attr:`JobRunner.failed` (``False``: the caller shows it in place).
     """
 
-    def __init__(self, job_id: int, title: str, on_cancel: Callable[[Job], None] | None = None) -> None:
+    def __init__(
+        self,
+        job_id: int,
+        title: str,
+        on_cancel: Callable[[Job], None] | None = None,
+        *,
+        kind: str | None = None,
+        report_errors: bool = True,
+    ) -> None:
         self.id = job_id
         self.title = title
+        self.kind = kind
+        self.report_errors = report_errors
         self.token = CancelToken()
         self.status = JobStatus.QUEUED
         self.fraction = 0.0
@@ -366,6 +392,8 @@ class JobRunner(QObject):
         self._throttle_s = max(0, throttle_ms) / 1000.0
         self._ids = itertools.count(1)
         self._active: dict[int, Job] = {}
+        #: Jobs whose task slot is taken, with their workers, in start order.
+        self._waiting: list[tuple[Job, _Worker]] = []
         self._closed = False
         app = QCoreApplication.instance()
         if app is not None:
@@ -382,7 +410,16 @@ class JobRunner(QObject):
         """Whether any job is queued or running."""
         return bool(self._active)
 
-    def start(self, fn: Callable[..., Any], *args: Any, title: str, **kwargs: Any) -> Job:
+    def start(
+        self,
+        fn: Callable[..., Any],
+        *args: Any,
+        title: str,
+        kind: str | None = None,
+        when_busy: str = "queue",
+        report_errors: bool = True,
+        **kwargs: Any,
+    ) -> Job:
         """Queue ``fn(*args, progress=..., cancel=..., **kwargs)`` and return its :class:`Job`.
 
         Parameters
@@ -394,6 +431,14 @@ class JobRunner(QObject):
             (a :class:`~engine.store.Project` is fine), never widgets or models.
         title
             What the job does, for the jobs panel.
+        kind
+            The job's task slot (e.g. ``"stats"``, ``"generate"``): at most one job of a kind
+            runs at a time. ``None``: no slot, it runs as soon as a thread is free.
+        when_busy
+            With a ``kind`` whose slot is taken: ``"queue"`` waits behind the active job(s);
+            ``"cancel"`` cancels them (and the ones waiting) and runs when they have stopped.
+        report_errors
+            ``False`` when the caller shows a failure itself (see :attr:`Job.report_errors`).
 
         Raises
         ------
@@ -401,17 +446,29 @@ class JobRunner(QObject):
             After :meth:`shutdown`.
         TypeError
             If ``progress`` or ``cancel`` is passed in ``kwargs`` (the runner supplies them).
+        ValueError
+            For a ``when_busy`` other than :data:`BUSY_POLICIES`.
         """
         if self._closed:
             raise RuntimeError("the job runner has been shut down")
         clash = _RESERVED_KWARGS & kwargs.keys()
         if clash:
             raise TypeError(f"the runner supplies {sorted(clash)}; do not pass them")
-        job = Job(next(self._ids), title, on_cancel=self._on_cancel_requested)
+        if when_busy not in BUSY_POLICIES:
+            raise ValueError(f"when_busy must be one of {BUSY_POLICIES}, not {when_busy!r}")
+        job = Job(next(self._ids), title, on_cancel=self._on_cancel_requested, kind=kind,
+                  report_errors=report_errors)
         self._active[job.id] = job
         self._model.add_job(JobRow(job_id=job.id, title=title, created_at=job.created_at))
         worker = _Worker(job.id, self._signals, job.token, fn, args, kwargs, self._throttle_s)
-        self._pool.start(worker)
+        busy = [j for j in self._active.values() if j is not job and kind is not None and j.kind == kind]
+        if busy:
+            if when_busy == "cancel":
+                for other in busy:
+                    other.cancel()
+            self._waiting.append((job, worker))
+        else:
+            self._pool.start(worker)
         self.active_count_changed.emit(len(self._active))
         return job
 
@@ -481,6 +538,25 @@ class JobRunner(QObject):
     # ------------------------------------------------------------------ worker signals (GUI thread)
     def _on_cancel_requested(self, job: Job) -> None:
         self._model.update_job(job.id, cancel_requested=True)
+        for i, (waiting, _worker) in enumerate(self._waiting):
+            if waiting is job:  # it never started: it ends now (through the event loop, like any end)
+                del self._waiting[i]
+                self._signals.cancelled.emit(job.id)
+                self._signals.done.emit(job.id)
+                break
+
+    def _start_waiting(self) -> None:
+        """Start the waiting jobs whose task slot has become free, in start order."""
+        running = {j.kind for j in self._active.values() if j.kind is not None
+                   and not any(j is w for w, _ in self._waiting)}
+        still: list[tuple[Job, _Worker]] = []
+        for job, worker in self._waiting:
+            if job.kind in running:
+                still.append((job, worker))
+            else:
+                running.add(job.kind)
+                self._pool.start(worker)
+        self._waiting = still
 
     @Slot(int)
     def _on_started(self, job_id: int) -> None:
@@ -537,6 +613,8 @@ class JobRunner(QObject):
             return
         job._callbacks = {}
         job._on_cancel = None
+        if self._waiting and not self._closed:
+            self._start_waiting()
         self.done.emit(job)
         self.active_count_changed.emit(len(self._active))
 

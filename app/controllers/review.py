@@ -2,7 +2,8 @@
 :class:`~widgets.review_panel.ReviewPanel`.
 
 Generation, the augmented dataset and the LLM connection test run as jobs; review decisions
-and triple edits are quick single writes done on the GUI thread. Every decision is a
+and triple edits are quick single writes done on the GUI thread (a streamed import yields the
+project's writer between its chunks, so they never wait behind it). Every decision is a
 :class:`DecisionCommand` on :attr:`ReviewController.undo_stack` (Edit ▸ Undo / Redo), whose
 undo calls :func:`engine.counterbias.review.restore`.
 """
@@ -12,15 +13,16 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QObject
 from PySide6.QtGui import QUndoCommand, QUndoStack
 
+from app.controllers.base import PanelController
+from app.jobs import Job, JobRunner
+from app.session import Session
 from engine.counterbias.augment import build_augmented_dataset
 from engine.errors import CounterbiasError
 from engine.llm.connection import send_test_chat
 from engine.llm.base import Usage
 from engine.store import DatasetInfo
-from widgets.error_dialog import show_error
 from widgets.llm_dialog import FIELDS, LLMDialog, config_from_values, settings_from_values, usage_text
 from widgets.review_panel import ReviewPanel
 from widgets.triples_view import SentenceRow
@@ -28,8 +30,6 @@ from widgets.triples_view import SentenceRow
 if TYPE_CHECKING:
     from engine.counterbias.review import CandidateState
     from engine.llm.config import LLMConfig
-    from engine.progress import CancelToken, ProgressFn
-    from app.main_window import MainWindow
 
 class DecisionCommand(QUndoCommand):
     """One review decision, already applied when pushed; undo restores the state before it.
@@ -76,14 +76,13 @@ class DecisionCommand(QUndoCommand):
             self.controller.rejudge(self.candidate_id)
 
 
-class ReviewController(QObject):
+class ReviewController(PanelController):
     """Connects the review panel to generation, review, triple edits and augmentation."""
 
-    def __init__(self, window: MainWindow, panel: ReviewPanel) -> None:
-        super().__init__(window)
-        self.window = window
-        self.panel = panel
-        self.example: dict | None = None
+    panel: ReviewPanel
+
+    def __init__(self, session: Session, jobs: JobRunner, panel: ReviewPanel) -> None:
+        super().__init__(session, jobs, panel)
         self.last_usage: Usage | None = None
         self.undo_stack = QUndoStack(self)
         self.llm_dialog: LLMDialog | None = None
@@ -94,7 +93,7 @@ class ReviewController(QObject):
         self.live_interval_s = 1.0
         self._live_job: Any = None
         self._last_live = 0.0
-        window.jobs.progressed.connect(self._live_progress)
+        jobs.progressed.connect(self._live_progress)
         #: Candidate id -> judge again when the running judge job ends (see :meth:`rejudge`).
         self._judging: dict[int, bool] = {}
         #: Re-run rewrite, reconstruction and judge for an example when its triples are edited.
@@ -104,18 +103,20 @@ class ReviewController(QObject):
         panel.llmSettingsRequested.connect(self.open_llm_dialog)
         panel.decisionRequested.connect(self.decide)
         panel.triples.triplesEdited.connect(self.save_triples)
+        session.datasetChanged.connect(self.dataset_changed)
+        session.exampleChanged.connect(self.example_selected)
         self._show_llm_summary()
 
     # ------------------------------------------------------------------ LLM settings
     def llm_values(self) -> dict[str, Any]:
         """The stored LLM settings (keys of :data:`widgets.llm_dialog.FIELDS`)."""
-        return {key: self.window.settings.get(f"llm_{key}") for key in FIELDS}
+        return {key: self.session.settings.get(f"llm_{key}") for key in FIELDS}
 
     def set_llm_values(self, values: dict[str, Any]) -> None:
         """Store LLM settings (never a key: ``api_key_env`` is a variable *name*)."""
         for key in FIELDS:
             if key in values:
-                self.window.settings.set(f"llm_{key}", values[key])
+                self.session.settings.set(f"llm_{key}", values[key])
         self._show_llm_summary()
 
     def llm_config(self) -> LLMConfig:
@@ -130,7 +131,7 @@ class ReviewController(QObject):
 
     def open_llm_dialog(self) -> LLMDialog:
         """Open the LLM settings dialog (non-blocking); OK stores the values. Returns it (for tests)."""
-        dialog = LLMDialog(self.llm_values(), self.window)
+        dialog = LLMDialog(self.llm_values(), self.panel)
         dialog.testRequested.connect(lambda config: self.test_connection(config, dialog))
         dialog.accepted.connect(lambda: self.set_llm_values(dialog.values()))
         dialog.finished.connect(lambda _: setattr(self, "llm_dialog", None))
@@ -139,10 +140,10 @@ class ReviewController(QObject):
         dialog.open()
         return dialog
 
-    def test_connection(self, config: LLMConfig, dialog: LLMDialog | None = None) -> Any:
+    def test_connection(self, config: LLMConfig, dialog: LLMDialog | None = None) -> Job:
         """Send one tiny chat with ``config`` as a job; the answer or named error goes to ``dialog``."""
-        job = self.window.jobs.start(send_test_chat, config, title=f"Test LLM {config.backend}:{config.model}")
-        job.silent_failure = True  # shown in the dialog, not as a message box
+        job = self.jobs.start(send_test_chat, config, title=f"Test LLM {config.backend}:{config.model}",
+                              kind="llm-test", when_busy="cancel", report_errors=False)  # shown in the dialog
 
         def done(result: Any) -> None:
             self.last_test = result
@@ -163,7 +164,7 @@ class ReviewController(QObject):
     def _total_usage(self) -> Usage:
         from engine.counterbias.review import token_usage
 
-        project = self.window.session.project
+        project = self.session.project
         return token_usage(project) if project is not None else Usage()
 
     def update_tokens(self) -> None:
@@ -176,16 +177,19 @@ class ReviewController(QObject):
 
     # ------------------------------------------------------------------ dataset / example
     def dataset_changed(self, dataset: DatasetInfo | None) -> None:
+        """A new dataset: its candidates, no undo history from the last one."""
         self.undo_stack.clear()
-        self.example = None
         self.reload_candidates()
         self.refresh_example()
         self.update_tokens()
 
-    def example_selected(self, row: dict | None) -> None:
-        self.example = row
-        if self.window.tabs.currentWidget() is self.panel:
+    def example_selected(self, row: dict | None = None) -> None:
+        """The session's example changed: show its triples if the panel is visible."""
+        if self.is_shown():
             self.refresh_example()
+
+    def panel_shown(self) -> None:
+        self.refresh()
 
     def refresh(self) -> None:
         """Re-read the shown example's triples and the candidates (the tab became visible)."""
@@ -197,7 +201,7 @@ class ReviewController(QObject):
         """Show the selected example's sentences, triples and categories."""
         from engine.counterbias.review import example_triples
 
-        project, dataset, example = self.window.session.project, self.window.current_dataset, self.example
+        project, dataset, example = self.session.project, self.session.dataset, self.session.example
         if project is None or dataset is None or example is None:
             self.panel.show_example(None, [])
             return
@@ -220,7 +224,7 @@ class ReviewController(QObject):
         """List the shown dataset's candidates (with their originals, for the diffs)."""
         from engine.counterbias.review import candidate_rows
 
-        project, dataset = self.window.session.project, self.window.current_dataset
+        project, dataset = self.session.project, self.session.dataset
         if project is None or dataset is None:
             self.panel.set_candidates([])
             return
@@ -228,7 +232,7 @@ class ReviewController(QObject):
         self.panel.set_candidates(self._with_originals(rows))
 
     def _with_originals(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        project = self.window.session.project
+        project = self.session.project
         examples = {int(e["id"]): e for e in project.examples(sorted({int(r["example_id"]) for r in rows}))}
         out = []
         for r in rows:
@@ -242,7 +246,7 @@ class ReviewController(QObject):
         from engine.counterbias.review import load_candidate
 
         try:
-            cand = load_candidate(self.window.session.project, candidate_id)
+            cand = load_candidate(self.session.project, candidate_id)
         except CounterbiasError:
             self.reload_candidates()
             return
@@ -252,21 +256,21 @@ class ReviewController(QObject):
     def run_write(self, fn: Any, *args: Any) -> Any:
         """Call ``fn(project, *args)``; a named error is shown, not raised (returns ``None``)."""
         try:
-            return fn(self.window.session.project, *args)
+            return fn(self.session.project, *args)
         except CounterbiasError as exc:
-            show_error(self.window, exc).open()
+            self.show_error(exc)
             return None
 
     def decide(self, decision: str) -> None:
         """``"accepted"`` / ``"rejected"`` the current candidate, or ``"edit"`` its text."""
         cand = self.panel.current_candidate()
-        if cand is None or self.window.session.project is None:
+        if cand is None or self.session.project is None:
             return
         if decision == "edit":
             self.edit_current()
             return
         if cand["status"] == "failed":
-            self.window.statusBar().showMessage("A failed candidate has nothing to decide on: Generate again.", 6000)
+            self.status("A failed candidate has nothing to decide on: Generate again.")
             return
         self.apply_decision(int(cand["id"]), decision)
 
@@ -284,7 +288,7 @@ class ReviewController(QObject):
             self.rejudge(candidate_id)
         return True
 
-    def rejudge(self, candidate_id: int) -> Any:
+    def rejudge(self, candidate_id: int) -> Job | None:
         """Judge a candidate's (edited) text again with the members that judged it, as a job.
 
         One judge job per candidate at a time: a request while one runs (an undo right after an
@@ -296,7 +300,7 @@ class ReviewController(QObject):
         if candidate_id in self._judging:
             self._judging[candidate_id] = True
             return None
-        project = self.window.session.project
+        project = self.session.project
         try:
             cand = load_candidate(project, candidate_id)
         except CounterbiasError:
@@ -305,8 +309,8 @@ class ReviewController(QObject):
         if not members:
             return None
         self._judging[candidate_id] = False
-        job = self.window.jobs.start(judge_candidates, project, [candidate_id], members,
-                                     title=f"Judge edited candidate {candidate_id}")
+        job = self.jobs.start(judge_candidates, project, [candidate_id], members,
+                              title=f"Judge edited candidate {candidate_id}")
 
         def ended(*_args: Any) -> None:
             again = self._judging.pop(candidate_id, False)
@@ -325,7 +329,7 @@ class ReviewController(QObject):
         if cand is None:
             return None
         if cand["status"] == "failed":
-            self.window.statusBar().showMessage("A failed candidate has no text to edit: Generate again.", 6000)
+            self.status("A failed candidate has no text to edit: Generate again.")
             return None
         dialog = self.panel.open_editor(cand)
         cid = int(cand["id"])
@@ -337,9 +341,10 @@ class ReviewController(QObject):
         """Store an edited sentence's triples; drops the example's undecided candidates."""
         from engine.triples import replace_triples
 
-        if self.example is None:
+        example_id = self.session.example_id
+        if example_id is None:
             return
-        edit = self.run_write(replace_triples, int(self.example["id"]), field, sentence_index, triples)
+        edit = self.run_write(replace_triples, example_id, field, sentence_index, triples)
         if edit is None:
             self.refresh_example()
             return
@@ -355,43 +360,36 @@ class ReviewController(QObject):
             self.generate(scope="example")
 
     # ------------------------------------------------------------------ jobs
-    def selected_ids(self) -> list[int]:
-        """Example ids selected in the Examples table (or the current example)."""
-        view = self.window.examples
-        rows = sorted({i.row() for i in view.table.selectionModel().selectedRows()})
-        ids = [view.model.example_id_at(r) for r in rows]
-        return ids or ([int(self.example["id"])] if self.example else [])
-
-    def generate(self, scope: str = "selection") -> Any:
+    def generate(self, scope: str = "selection") -> Job | None:
         """Run :func:`~engine.counterbias.generate.generate_counterbias` on the selection or all, as a job."""
         from engine.counterbias import generate_counterbias
 
-        dataset, project = self.window.current_dataset, self.window.session.project
+        dataset, project = self.session.dataset, self.session.project
         if dataset is None or project is None:
             return None
         ids = None
         if scope == "example":
-            if self.example is None:
+            if self.session.example_id is None:
                 return None
-            ids = [int(self.example["id"])]
+            ids = [self.session.example_id]
         elif scope == "selection":
-            ids = self.selected_ids()
+            ids = self.session.selected_or_current()
             if not ids:
-                self.window.statusBar().showMessage("Select rows in the Examples tab first.", 6000)
+                self.status("Select rows in the Examples tab first.")
                 return None
         values = self.llm_values()
         try:
             config = self.llm_config()
             settings = settings_from_values(values)
         except CounterbiasError as exc:
-            show_error(self.window, exc).open()
+            self.show_error(exc)
             return None
         count = len(ids) if ids is not None else dataset.row_count
         self.panel.set_busy(True)
         self.panel.set_message(f"Generating for {count:,} example(s) with {config.backend}:{config.model}…")
-        job = self.window.jobs.start(generate_counterbias, project, dataset.id, ids, config, settings=settings,
-                                     chunk_size=self.chunk_size,
-                                     title=f"Counterbias for {count:,} examples of {dataset.name}")
+        job = self.jobs.start(generate_counterbias, project, dataset.id, ids, config, settings=settings,
+                              chunk_size=self.chunk_size, kind="generate",
+                              title=f"Counterbias for {count:,} examples of {dataset.name}")
         self._live_job, self._last_live = job, time.monotonic()
 
         def done(result: Any) -> None:
@@ -421,22 +419,23 @@ class ReviewController(QObject):
         self._last_live = time.monotonic()
         self.reload_candidates()
 
-    def build_augmented(self) -> Any:
+    def build_augmented(self) -> Job | None:
         """Build the augmented dataset (originals + accepted candidates) as a job; refresh the datasets."""
-        dataset = self.window.current_dataset
+        dataset = self.session.dataset
         if dataset is None:
             return None
         self.panel.set_busy(True)
-        job = self.window.jobs.start(build_augmented_dataset, self.window.session.project, dataset.id,
-                                     title=f"Build augmented dataset of {dataset.name}")
+        job = self.jobs.start(build_augmented_dataset, self.session.project, dataset.id,
+                              title=f"Build augmented dataset of {dataset.name}", kind="augment")
 
         def done(result: Any) -> None:
             self.panel.set_busy(False)
-            self.window.session.refresh_datasets()
             text = (f"Created dataset {result.dataset.name!r}: {result.original:,} originals + "
                     f"{result.added:,} accepted candidates.")
             self.panel.set_message(text)
-            self.window.statusBar().showMessage(text, 8000)
+            self.status(text, 8000)
+            # the new version is listed, the reviewed one stays shown
+            self.session.refresh_datasets()
 
         job.on_finished(done)
         job.on_failed(lambda exc, tb: self.panel.set_busy(False))

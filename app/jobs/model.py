@@ -1,7 +1,7 @@
 """A table model over background jobs: title, status, progress, message, ETA, elapsed.
 
-The model holds plain :class:`JobRow` records and knows nothing about threads or
-runners: whoever runs jobs (``app.jobs.JobRunner``) adds rows with :meth:`JobsTableModel.add_job`
+The model holds plain :class:`JobRow` records and knows nothing about threads: the
+runner (:class:`app.jobs.JobRunner`) adds rows with :meth:`JobsTableModel.add_job`
 and updates them with :meth:`JobsTableModel.update_job`, on the GUI thread. While a job is
 running, a one-second timer refreshes its ETA and Elapsed cells.
 """
@@ -13,7 +13,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from datetime import datetime
-from enum import Enum
 from typing import Any
 
 from PySide6.QtCore import (
@@ -25,30 +24,12 @@ from PySide6.QtCore import (
     QTimer,
 )
 
+from app.jobs.status import JobStatus
+
 ModelIndex = QModelIndex | QPersistentModelIndex
 
 #: Shown in the ETA / Elapsed columns when the value is unknown.
 UNKNOWN = "—"
-
-
-class JobStatus(str, Enum):
-    """Life cycle of a job: queued → running → done | failed | cancelled."""
-
-    QUEUED = "queued"
-    RUNNING = "running"
-    DONE = "done"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
-
-    @property
-    def is_active(self) -> bool:
-        """Whether the job has not ended yet (queued or running)."""
-        return self in (JobStatus.QUEUED, JobStatus.RUNNING)
-
-    @property
-    def label(self) -> str:
-        """Human text for the Status column."""
-        return self.value.capitalize()
 
 
 @dataclass
@@ -258,6 +239,13 @@ class JobsTableModel(QAbstractTableModel):
     def active_count(self) -> int:
         """Number of queued or running jobs."""
         return sum(1 for job in self._rows if job.status.is_active)
+
+    def counts(self) -> dict[str, int]:
+        """Number of listed jobs per status value (``{"running": 2, "done": 5}``)."""
+        out: dict[str, int] = {}
+        for job in self._rows:
+            out[job.status.value] = out.get(job.status.value, 0) + 1
+        return out
 
     def remove_finished(self) -> int:
         """Remove every ended job (done, failed, cancelled); return how many were removed."""

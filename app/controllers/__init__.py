@@ -1,0 +1,17 @@
+"""Controllers: each connects one panel to the engine through the session and the job runner.
+
+A controller is built as ``Controller(session, jobs, panel)``. It knows nothing of the main
+window or of other controllers: it reads the current project, dataset, example and selection
+from :class:`app.session.Session`, runs engine functions with :class:`app.jobs.JobRunner`, and
+asks for navigation with its signals (:attr:`PanelController.showExamples`,
+:attr:`PanelController.statusMessage`), which the main window connects. An import-linter
+contract keeps ``app.controllers`` from importing ``app.main_window``.
+"""
+
+from app.controllers.base import PanelController
+from app.controllers.project import ProjectController
+from app.controllers.importance import ImportanceController
+from app.controllers.review import ReviewController
+from app.controllers.stats import StatsController
+
+__all__ = ["ImportanceController", "PanelController", "ProjectController", "ReviewController", "StatsController"]

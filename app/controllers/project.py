@@ -1,0 +1,130 @@
+"""Projects and datasets: new/open a project, import a file, export a dataset version."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtWidgets import QFileDialog
+
+from app.controllers.base import PanelController
+from app.jobs import Job, JobRunner
+from app.session import Session
+from engine.errors import CounterbiasError
+from engine.io import export_dataset, import_file
+from engine.store import PROJECT_SUFFIX, Project
+from widgets.datasets_view import DatasetsView
+from widgets.import_wizard import ImportRequest, ImportWizard
+
+__all__ = ["PROJECT_FILTER", "ProjectController"]
+
+PROJECT_FILTER = f"Counterbias Studio project (*{PROJECT_SUFFIX});;All files (*)"
+
+
+class ProjectController(PanelController):
+    """Opens projects, imports and exports datasets; drives the datasets list.
+
+    The list follows the session (its datasets and the current one); choosing a row makes
+    that dataset current in the session.
+    """
+
+    panel: DatasetsView
+
+    def __init__(self, session: Session, jobs: JobRunner, panel: DatasetsView) -> None:
+        super().__init__(session, jobs, panel)
+        self.import_wizard: ImportWizard | None = None
+        session.datasetsChanged.connect(panel.set_datasets)
+        session.datasetChanged.connect(lambda d: panel.select(d.id if d is not None else None))
+        panel.datasetSelected.connect(session.set_dataset)
+
+    # ------------------------------------------------------------------ projects
+    def new_project_dialog(self) -> Project | None:
+        """Ask for a file name and create a project there."""
+        path, _ = QFileDialog.getSaveFileName(self.panel, "New project", self.session.settings.get("last_dir"),
+                                              PROJECT_FILTER)
+        if not path:
+            return None
+        if not path.endswith(PROJECT_SUFFIX):
+            path += PROJECT_SUFFIX
+        return self._guard(self.session.new_project, path)
+
+    def open_project_dialog(self) -> Project | None:
+        """Ask for a project file and open it."""
+        path, _ = QFileDialog.getOpenFileName(self.panel, "Open project", self.session.settings.get("last_dir"),
+                                              PROJECT_FILTER)
+        return self.open_project(path) if path else None
+
+    def open_project(self, path: str | Path) -> Project | None:
+        """Open ``path`` as the current project; a named error is shown, not raised."""
+        project = self._guard(self.session.open_project, path)
+        if project is not None:
+            self.session.settings.set("last_dir", str(Path(project.path).parent))
+            self.status(f"Opened {project.path}", 5000)
+        return project
+
+    # ------------------------------------------------------------------ import / export
+    def import_dialog(self, path: str | Path | None = None) -> ImportWizard | None:
+        """Open the import wizard (optionally on ``path``); returns it (for tests)."""
+        if self.session.project is None:
+            return None
+        wizard = ImportWizard(self.session.datasets, self.panel.window())
+        wizard.importRequested.connect(lambda req: self.run_import(req, wizard))
+        wizard.finished.connect(lambda _: setattr(self, "import_wizard", None))
+        self.import_wizard = wizard
+        if path:
+            wizard.set_path(path)
+        wizard.open()
+        return wizard
+
+    def run_import(self, request: ImportRequest, wizard: ImportWizard | None = None) -> Job:
+        """Run an import as a job; on success the new dataset becomes current.
+
+        With a ``wizard``, a failure is shown in it (in place), not in a message box.
+        """
+        job = self.jobs.start(import_file, self.session.project, request.path, request.mapping,
+                              request.read_options, request.options, title=f"Import {request.path.name}",
+                              kind="import", report_errors=wizard is None)
+
+        def done(result) -> None:
+            self.session.refresh_datasets(select=result.dataset.id)
+            self.status(f"Imported {result.rows:,} rows into {result.dataset.name} in {result.seconds:.1f} s",
+                        8000)
+            if wizard is not None:
+                wizard.accept()
+
+        job.on_finished(done)
+        if wizard is not None:
+            job.on_failed(lambda exc, tb: wizard.show_error(exc))
+            job.on_cancelled(lambda: wizard.set_busy(False))
+        return job
+
+    def export_dialog(self) -> Job | None:
+        """Ask for a file and export the current dataset version there."""
+        dataset = self.session.dataset
+        if self.session.project is None or dataset is None:
+            return None
+        default = str(Path(self.session.settings.get("last_dir")) / f"{_safe(dataset.name)}.csv")
+        path, _ = QFileDialog.getSaveFileName(self.panel, "Export dataset", default,
+                                              "CSV (*.csv);;JSON lines (*.jsonl)")
+        return self.run_export(path) if path else None
+
+    def run_export(self, path: str | Path) -> Job | None:
+        """Export the current dataset version as a job."""
+        dataset = self.session.dataset
+        if dataset is None:
+            return None
+        job = self.jobs.start(export_dataset, self.session.project, dataset.id, Path(path),
+                              title=f"Export {dataset.name}")
+        job.on_finished(lambda r: self.status(f"Exported {r.rows:,} rows to {r.path}", 8000))
+        return job
+
+    # ------------------------------------------------------------------ internals
+    def _guard(self, fn, *args):
+        try:
+            return fn(*args)
+        except CounterbiasError as exc:
+            self.show_error(exc)
+            return None
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_. ()" else "_" for c in name).strip() or "dataset"
