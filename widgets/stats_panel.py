@@ -303,9 +303,12 @@ class StatsPanel(QWidget):
 
     @staticmethod
     def _size_columns(view: QTableView) -> None:
-        widths = [150, 64, 84]
-        for col in range(view.model().columnCount()):
-            view.setColumnWidth(col, widths[col] if col < len(widths) else 62)
+        """Columns as wide as their content (sampled rows), the feature column at most 220 px."""
+        header = view.horizontalHeader()
+        header.setResizeContentsPrecision(200)
+        view.resizeColumnsToContents()
+        if view.model().columnCount():
+            view.setColumnWidth(0, min(max(view.columnWidth(0), 90), 220))
 
     def _activate(self, model: ArrayTableModel, keys: dict[str, np.ndarray], index: QModelIndex) -> None:
         if not index.isValid() or not keys:
