@@ -1,0 +1,178 @@
+"""Counting unigrams and bigrams of distinct texts with sorts of packed integers.
+
+Every occurrence of an n-gram is one integer key: its word id, or ``first * V + second``
+for a bigram over a vocabulary of ``V`` words. Packing ``(key, row)`` into one int64 and
+sorting it once (``np.sort``, SIMD) groups the occurrences by n-gram and, within an
+n-gram, by text: equal neighbours are counted, a change of key starts a new column. The
+result, :class:`NgramCounts`, is a column-major (CSC) count matrix whose columns are in
+key order. :func:`ngram_block` keeps one field's columns (those whose total over the field's
+examples reaches the minimum count) and turns them into the row-major
+:class:`~engine.stats.matrix.FeatureBlock` the statistics use, with one linear-time
+transposition; nothing loops over texts or n-grams in Python.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from engine.stats.matrix import COUNT_DTYPE, FeatureBlock
+from engine.stats.tokenize import TokenizedTexts
+
+__all__ = ["NgramCounts", "bigram_counts", "count_keys", "ngram_block", "token_rows", "unigram_counts"]
+
+
+@dataclass(frozen=True, eq=False)
+class NgramCounts:
+    """Distinct texts × n-grams counts, column-major.
+
+    Attributes
+    ----------
+    keys
+        N-gram key of each column, increasing (int64).
+    indptr
+        Column ``c`` holds entries ``indptr[c]:indptr[c + 1]`` (int64, length ``n_columns + 1``).
+    rows
+        Text (distinct row) of each entry, increasing within a column (int32).
+    counts
+        Occurrences of the column's n-gram in the entry's text (int32, ≥ 1).
+    n_rows
+        Number of distinct texts.
+    """
+
+    keys: np.ndarray
+    indptr: np.ndarray
+    rows: np.ndarray
+    counts: np.ndarray
+    n_rows: int
+
+    @property
+    def n_columns(self) -> int:
+        return len(self.keys)
+
+    def to_csr(self) -> sp.csr_array:
+        """The (texts × n-grams) CSR matrix with sorted indices."""
+        return _csc(self.counts, self.rows, self.indptr, (self.n_rows, self.n_columns)).tocsr()
+
+
+def _csc(data: np.ndarray, rows: np.ndarray, indptr: np.ndarray, shape: tuple[int, int]) -> sp.csc_array:
+    index_dtype = np.int32 if max(len(rows), *shape) < np.iinfo(np.int32).max else np.int64
+    matrix = sp.csc_array(
+        (data, rows.astype(index_dtype, copy=False), indptr.astype(index_dtype, copy=False)), shape=shape
+    )
+    matrix.has_sorted_indices = True
+    return matrix
+
+
+def _runs(values: np.ndarray) -> np.ndarray:
+    """Start of every run of equal neighbours in ``values``."""
+    change = np.empty(len(values), dtype=bool)
+    change[:1] = True
+    np.not_equal(values[1:], values[:-1], out=change[1:])
+    return np.flatnonzero(change)
+
+
+def count_keys(keys: np.ndarray, rows: np.ndarray, n_rows: int) -> NgramCounts:
+    """Count the occurrences of each (row, key) pair.
+
+    Parameters
+    ----------
+    keys
+        Non-negative n-gram key of each occurrence.
+    rows
+        Row (text) of each occurrence, ``0 <= rows < n_rows``.
+    n_rows
+        Number of rows.
+
+    Returns
+    -------
+    NgramCounts
+    """
+    if len(keys) == 0:
+        empty = np.zeros(0, np.int64)
+        return NgramCounts(empty, np.zeros(1, np.int64), np.zeros(0, np.int32), np.zeros(0, COUNT_DTYPE), n_rows)
+    row_bits = max(int(n_rows - 1).bit_length(), 1)
+    key_bits = max(int(keys.max()).bit_length(), 1)
+    if key_bits + row_bits <= 63:
+        packed = keys.astype(np.int64) << row_bits
+        packed |= rows
+        packed.sort()
+        start = _runs(packed)
+        distinct = packed[start]
+        del packed
+        entry_keys = distinct >> row_bits
+        entry_rows = (distinct & ((1 << row_bits) - 1)).astype(np.int32)
+        del distinct
+    else:  # keys too wide to pack with the row: sort the pairs
+        order = np.lexsort((rows, keys))
+        sorted_keys, sorted_rows = keys[order].astype(np.int64), rows[order]
+        del order
+        change = np.empty(len(keys), dtype=bool)
+        change[:1] = True
+        change[1:] = (sorted_keys[1:] != sorted_keys[:-1]) | (sorted_rows[1:] != sorted_rows[:-1])
+        start = np.flatnonzero(change)
+        entry_keys, entry_rows = sorted_keys[start], sorted_rows[start].astype(np.int32)
+    counts = np.diff(start, append=len(keys)).astype(COUNT_DTYPE)
+    column_start = _runs(entry_keys)
+    indptr = np.append(column_start, len(entry_keys)).astype(np.int64)
+    return NgramCounts(entry_keys[column_start], indptr, entry_rows, counts, n_rows)
+
+
+def token_rows(tok: TokenizedTexts) -> np.ndarray:
+    """Distinct row of every token of ``tok`` (int32)."""
+    return np.repeat(np.arange(tok.n_unique, dtype=np.int32), tok.unique_lengths)
+
+
+def unigram_counts(tok: TokenizedTexts, rows: np.ndarray) -> NgramCounts:
+    """Word counts of the distinct texts (column keys are word ids)."""
+    return count_keys(tok.ids, rows, tok.n_unique)
+
+
+def bigram_counts(tok: TokenizedTexts, rows: np.ndarray) -> NgramCounts:
+    """Counts of consecutive word pairs within each distinct text (keys ``first * V + second``)."""
+    same = rows[:-1] == rows[1:]
+    keys = tok.ids[:-1][same].astype(np.int64)
+    keys *= len(tok.vocab)
+    keys += tok.ids[1:][same]
+    return count_keys(keys, rows[:-1][same], tok.n_unique)
+
+
+def ngram_block(
+    counts: NgramCounts, inverse: np.ndarray, *, per_document: bool, min_count: int
+) -> tuple[FeatureBlock, np.ndarray]:
+    """One field's block: the n-grams whose total over the field's examples reaches ``min_count``.
+
+    Parameters
+    ----------
+    counts
+        N-gram counts of all distinct texts.
+    inverse
+        Distinct row of each of the field's examples.
+    per_document
+        Count each n-gram at most once per example.
+    min_count
+        Minimum total count (at least 1: n-grams the field never holds are dropped).
+
+    Returns
+    -------
+    block : FeatureBlock
+        Distinct rows × kept columns, CSC (it shares the arrays of ``counts`` when every
+        column is kept).
+    kept : numpy.ndarray
+        Columns of ``counts`` kept, increasing.
+    """
+    values = np.ones(len(counts.counts), COUNT_DTYPE) if per_document else counts.counts
+    shape = (counts.n_rows, counts.n_columns)
+    block = FeatureBlock(_csc(values, counts.rows, counts.indptr, shape), inverse)
+    keep = block.column_totals() >= max(int(min_count), 1)
+    kept = np.flatnonzero(keep)
+    if len(kept) == counts.n_columns:
+        return block, kept
+    lengths = np.diff(counts.indptr)
+    entry = np.repeat(keep, lengths)
+    indptr = np.zeros(len(kept) + 1, np.int64)
+    np.cumsum(lengths[kept], out=indptr[1:])
+    matrix = _csc(values[entry], counts.rows[entry], indptr, (counts.n_rows, len(kept)))
+    return FeatureBlock(matrix, inverse), kept
