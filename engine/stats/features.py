@@ -20,11 +20,13 @@ family (``kind``)         name                   value
 ========================  =====================  ===========================================
 
 Bucket ``a-b`` holds values ``a <= v < b`` (integers: ``a <= v <= b``), the last bucket ``a+``
-everything from ``a`` up. The matrix is built without a Python loop per feature or per
-example: each distinct text is tokenized once (:func:`~engine.stats.tokenize.tokenize_many`),
-word and bigram ids become CSR index arrays over distinct texts, and every family is a
-:class:`~engine.stats.matrix.FeatureBlock` (distinct rows + the distinct row of each
-example); :attr:`FeatureMatrix.X` assembles the full CSR matrix on first use.
+everything from ``a`` up. The matrix is built without a Python loop per feature, per example
+or per token: each distinct text is tokenized once (:func:`~engine.stats.tokenize.tokenize_many`),
+word and bigram occurrences are counted over distinct texts with one packed-integer sort each
+(:mod:`engine.stats.ngrams`), and every family is a :class:`~engine.stats.matrix.FeatureBlock`
+(distinct rows + the distinct row of each example); :attr:`FeatureMatrix.X` assembles the
+full CSR matrix on first use. Bigram names are spelled when read
+(:class:`~engine.stats.names.FeatureNames`): a large dataset has millions of them.
 """
 
 from __future__ import annotations

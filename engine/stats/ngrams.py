@@ -91,32 +91,55 @@ def count_keys(keys: np.ndarray, rows: np.ndarray, n_rows: int) -> NgramCounts:
     NgramCounts
     """
     if len(keys) == 0:
-        empty = np.zeros(0, np.int64)
-        return NgramCounts(empty, np.zeros(1, np.int64), np.zeros(0, np.int32), np.zeros(0, COUNT_DTYPE), n_rows)
-    row_bits = max(int(n_rows - 1).bit_length(), 1)
-    key_bits = max(int(keys.max()).bit_length(), 1)
-    if key_bits + row_bits <= 63:
-        packed = keys.astype(np.int64) << row_bits
+        return _empty_counts(n_rows)
+    row_bits = _row_bits(n_rows)
+    if max(int(keys.max()).bit_length(), 1) + row_bits <= 63:
+        packed = keys.astype(np.int64)  # a new array: packed in place
+        packed <<= row_bits
         packed |= rows
-        packed.sort()
-        start = _runs(packed)
-        distinct = packed[start]
-        del packed
-        entry_keys = distinct >> row_bits
-        entry_rows = (distinct & ((1 << row_bits) - 1)).astype(np.int32)
-        del distinct
-    else:  # keys too wide to pack with the row: sort the pairs
-        order = np.lexsort((rows, keys))
-        sorted_keys, sorted_rows = keys[order].astype(np.int64), rows[order]
-        del order
-        change = np.empty(len(keys), dtype=bool)
-        change[:1] = True
-        change[1:] = (sorted_keys[1:] != sorted_keys[:-1]) | (sorted_rows[1:] != sorted_rows[:-1])
-        start = np.flatnonzero(change)
-        entry_keys, entry_rows = sorted_keys[start], sorted_rows[start].astype(np.int32)
-    counts = np.diff(start, append=len(keys)).astype(COUNT_DTYPE)
+        return _count_packed(packed, row_bits, n_rows)
+    # keys too wide to pack with the row: sort the pairs
+    order = np.lexsort((rows, keys))
+    sorted_keys, sorted_rows = keys[order].astype(np.int64), rows[order]
+    del order
+    change = np.empty(len(keys), dtype=bool)
+    change[:1] = True
+    change[1:] = (sorted_keys[1:] != sorted_keys[:-1]) | (sorted_rows[1:] != sorted_rows[:-1])
+    start = np.flatnonzero(change)
+    return _counts_of(sorted_keys[start], sorted_rows[start].astype(np.int32), start, len(keys), n_rows)
+
+
+def _empty_counts(n_rows: int) -> NgramCounts:
+    empty = np.zeros(0, np.int64)
+    return NgramCounts(empty, np.zeros(1, np.int64), np.zeros(0, np.int32), np.zeros(0, COUNT_DTYPE), n_rows)
+
+
+def _row_bits(n_rows: int) -> int:
+    return max(int(n_rows - 1).bit_length(), 1)
+
+
+def _count_packed(packed: np.ndarray, row_bits: int, n_rows: int) -> NgramCounts:
+    """Count ``(key << row_bits) | row`` int64 values (sorted here, in place)."""
+    n = len(packed)
+    packed.sort()
+    start = _runs(packed)
+    distinct = packed[start]
+    del packed
+    entry_rows = np.empty(len(distinct), np.int32)
+    np.bitwise_and(distinct, (1 << row_bits) - 1, out=entry_rows, casting="unsafe")
+    distinct >>= row_bits  # now the keys
+    return _counts_of(distinct, entry_rows, start, n, n_rows)
+
+
+def _counts_of(entry_keys: np.ndarray, entry_rows: np.ndarray, start: np.ndarray, n: int, n_rows: int) -> NgramCounts:
+    """Counts from the sorted distinct (key, row) entries starting at ``start`` of ``n`` occurrences."""
+    counts = np.empty(len(start), COUNT_DTYPE)
+    np.subtract(start[1:], start[:-1], out=counts[:-1], casting="unsafe")
+    counts[-1] = n - start[-1]
     column_start = _runs(entry_keys)
-    indptr = np.append(column_start, len(entry_keys)).astype(np.int64)
+    indptr = np.empty(len(column_start) + 1, np.int64)
+    indptr[:-1] = column_start
+    indptr[-1] = len(entry_keys)
     return NgramCounts(entry_keys[column_start], indptr, entry_rows, counts, n_rows)
 
 
@@ -133,10 +156,20 @@ def unigram_counts(tok: TokenizedTexts, rows: np.ndarray) -> NgramCounts:
 def bigram_counts(tok: TokenizedTexts, rows: np.ndarray) -> NgramCounts:
     """Counts of consecutive word pairs within each distinct text (keys ``first * V + second``)."""
     same = rows[:-1] == rows[1:]
-    keys = tok.ids[:-1][same].astype(np.int64)
-    keys *= len(tok.vocab)
-    keys += tok.ids[1:][same]
-    return count_keys(keys, rows[:-1][same], tok.n_unique)
+    pair_rows = rows[:-1][same]
+    if not len(pair_rows):
+        return _empty_counts(tok.n_unique)
+    n_words = len(tok.vocab)
+    row_bits = _row_bits(tok.n_unique)
+    packed = tok.ids[:-1][same].astype(np.int64)
+    packed *= n_words
+    packed += tok.ids[1:][same]
+    if max(int(n_words * n_words - 1).bit_length(), 1) + row_bits > 63:
+        return count_keys(packed, pair_rows, tok.n_unique)
+    packed <<= row_bits
+    packed |= pair_rows
+    del same, pair_rows
+    return _count_packed(packed, row_bits, tok.n_unique)
 
 
 def ngram_block(

@@ -9,9 +9,10 @@ Text is lower-cased, punctuation is removed and the rest is split on whitespace:
 * simple HTML tags such as IMDb's ``<br />`` are replaced by a space first;
 * non-ASCII text is NFC-normalised so that composed and decomposed accents agree.
 
-:func:`tokenize` handles one text; :func:`tokenize_many` handles a whole column with a
-handful of calls on one joined string (no per-character Python loop) and returns integer
-token ids over a shared vocabulary. Both give exactly the same tokens.
+:func:`tokenize` handles one text; :func:`tokenize_many` handles a whole column: the texts
+of a chunk are normalised together as bytes with a few whole-buffer operations (the rare
+non-ASCII texts one by one with :func:`tokenize`'s rules) and token ids are found with numpy
+(:mod:`engine.stats.token_ids`), over a shared vocabulary. Both give exactly the same tokens.
 
 Counting modes (every occurrence, or each token at most once per example) are applied
 when features are counted: see :func:`count_tokens` and
@@ -222,11 +223,12 @@ def tokenize_many(
 ) -> TokenizedTexts:
     """Tokenize a column of texts into ids over a shared vocabulary.
 
-    The texts of a chunk are joined with a separator token and normalised as bytes with a
-    few whole-buffer operations (:func:`_chunk_bytes`), then split once; the separator
-    positions give the document boundaries. Tokens become ids through one dictionary
-    look-up each (a C-level ``map`` over ``bytes`` keys); only the vocabulary is decoded
-    back to ``str``.
+    The texts of a chunk (up to ``chunk_size`` texts, about a million characters) are joined
+    with a separator token and normalised as bytes with a few whole-buffer operations
+    (:func:`_chunk_bytes`); :class:`~engine.stats.token_ids.ByteVocabulary` finds the token
+    ids with array operations (ids in order of first occurrence, hash collisions detected
+    and resolved exactly); the separator positions give the document boundaries. Only the
+    vocabulary is decoded back to ``str``.
 
     Parameters
     ----------
@@ -236,7 +238,8 @@ def tokenize_many(
         Tokenize each distinct text once (identical texts share a row). Results are the
         same either way; turning it off only costs time.
     chunk_size
-        Distinct texts per chunk (bounds the memory of intermediate token lists).
+        At most this many distinct texts per chunk (chunks also stop at about a million
+        characters, which bounds the memory of intermediate arrays).
     progress, cancel
         Progress callback and cancel token, polled once per chunk.
 
