@@ -260,7 +260,7 @@ STAGES = {
     "tokenize_many": "tokenizing (de-duplicate, normalise, token ids)",
     "unigram_counts": "word counts (packed sort)",
     "bigram_counts": "bigram counts (packed sort)",
-    "_field_block": "per-field n-gram blocks (column totals, min count)",
+    "_field_blocks": "per-field n-gram blocks (column totals, min count)",
     "_overlap_counts": "overlap feature",
     "label_counts": "statistics: per-label counts (sparse products)",
     "zstats_from_counts": "statistics: n, p_hat, z, threshold",

@@ -42,7 +42,7 @@ from engine.progress import CancelToken, ProgressFn, ensure_token, no_progress, 
 from engine.stats.errors import StatsConfigError
 from engine.stats.matrix import COUNT_DTYPE, FeatureBlock, FeatureMatrix
 from engine.stats.names import FeatureNames, NgramNames
-from engine.stats.ngrams import NgramCounts, bigram_counts, ngram_block, token_rows, unigram_counts
+from engine.stats.ngrams import NgramCounts, bigram_counts, ngram_blocks, token_rows, unigram_counts
 from engine.stats.tokenize import tokenize_many
 
 NULL_FEATURE = "<null>"
@@ -231,16 +231,14 @@ def build_features(
     ngram_fields = (config.ngram_fields or PAIR_FIELDS) if pair else SINGLE_FIELDS
     progress(0.6, "Counting words")
     if config.unigrams:
-        for f in ngram_fields:
-            blocks.append(_field_block(words, tok.vocab, None, inverse[f], f if pair else None, KIND_UNIGRAM, config))
+        blocks.extend(_field_blocks(words, tok.vocab, None, inverse, ngram_fields, pair, KIND_UNIGRAM, config))
     progress(0.7, "Counting bigrams")
     token.raise_if_cancelled()
     if config.bigrams:
         bigrams = bigram_counts(tok, rows)
         first, second = np.divmod(bigrams.keys, max(len(tok.vocab), 1))
-        for f in ngram_fields:
-            blocks.append(_field_block(bigrams, tok.vocab, (first, second), inverse[f], f if pair else None,
-                                       KIND_BIGRAM, config))
+        blocks.extend(_field_blocks(bigrams, tok.vocab, (first, second), inverse, ngram_fields, pair, KIND_BIGRAM,
+                                    config))
         del bigrams, first, second
     del rows
     progress(0.85, "Length and overlap features")
@@ -314,27 +312,32 @@ def _compact(block: FeatureBlock, names: list[str], kind: str, min_count: int) -
     return block.select_columns(keep), [names[j] for j in keep.tolist()], kind
 
 
-def _field_block(
+def _field_blocks(
     counts: NgramCounts,
     vocab: list[str],
     bigram_words: tuple[np.ndarray, np.ndarray] | None,
-    inverse: np.ndarray,
-    field: str | None,
+    inverse: Mapping[str, np.ndarray],
+    fields: Sequence[str],
+    pair: bool,
     kind: str,
     config: FeatureConfig,
-) -> _Block:
-    """One field's n-gram block, named in the field's namespace (``word@field``).
+) -> list[_Block]:
+    """Each field's n-gram block, named in the field's namespace (``word@field``).
 
     Unigram names are spelled at once; bigram names (millions on a large dataset) only
     when read (:class:`~engine.stats.names.NgramNames`).
     """
-    block, kept = ngram_block(counts, inverse, per_document=config.per_document, min_count=config.min_count)
-    suffix = f"@{field}" if field else ""
-    if bigram_words is None:
-        names: Sequence[str] = NgramNames(vocab, counts.keys[kept], None, suffix).tolist()
-    else:
-        names = NgramNames(vocab, bigram_words[0][kept], bigram_words[1][kept], suffix)
-    return block, names, kind
+    found = ngram_blocks(counts, [inverse[f] for f in fields], per_document=config.per_document,
+                         min_count=config.min_count)
+    out: list[_Block] = []
+    for field, (block, kept) in zip(fields, found):
+        suffix = f"@{field}" if pair else ""
+        if bigram_words is None:
+            names: Sequence[str] = NgramNames(vocab, counts.keys[kept], None, suffix).tolist()
+        else:
+            names = NgramNames(vocab, bigram_words[0][kept], bigram_words[1][kept], suffix)
+        out.append((block, names, kind))
+    return out
 
 
 def _indicator_block(

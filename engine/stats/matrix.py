@@ -34,72 +34,104 @@ class FeatureBlock:
     Attributes
     ----------
     matrix
-        ``csr_array`` or ``csc_array`` (distinct rows × columns) of int32 counts, sorted
-        indices, no duplicates. N-gram blocks are CSC, the order they are counted in; the
-        statistics only need ``matrix.T @ …``, which is as fast either way, and :attr:`csr`
-        gives the row-major form (for assembling ``X``) when it is first needed.
+        ``csr_array`` or ``csc_array`` (distinct rows × source columns) of int32 counts,
+        sorted indices, no duplicates. N-gram blocks are CSC, the order they are counted in,
+        and the blocks of the premise and the hypothesis share one matrix of all distinct
+        texts; the statistics only need ``matrix.T @ …`` (as fast either way), and
+        :attr:`csr` gives the row-major form (for assembling ``X``) when it is first needed.
     inverse
         Distinct row of each example (int64).
+    columns
+        The block's columns among ``matrix``'s, increasing (``None``: all of them).
     """
 
     matrix: sp.csr_array | sp.csc_array
     inverse: np.ndarray
+    columns: np.ndarray | None = None
 
     @property
     def n_columns(self) -> int:
-        return int(self.matrix.shape[1])
+        return int(self.matrix.shape[1]) if self.columns is None else len(self.columns)
 
     @functools.cached_property
     def csr(self) -> sp.csr_array:
-        """``matrix`` as a ``csr_array`` with sorted indices (converted once)."""
-        if self.matrix.format == "csr":
-            return self.matrix
-        return self.matrix.tocsr()  # a counting sort: sorted indices, linear time
+        """The block's columns as a ``csr_array`` with sorted indices (built once)."""
+        matrix = self.matrix
+        if self.columns is not None:
+            matrix = matrix[:, self.columns]  # a gather of whole columns when CSC
+        if matrix.format == "csr":
+            matrix = sp.csr_array(matrix)
+            matrix.sort_indices()
+            return matrix
+        return matrix.tocsr()  # a counting sort: sorted indices, linear time
 
     def with_inverse(self, inverse: np.ndarray) -> FeatureBlock:
         """The same columns for other examples (sharing the matrix and its CSR form)."""
-        block = FeatureBlock(self.matrix, inverse)
+        block = FeatureBlock(self.matrix, inverse, self.columns)
         if "csr" in self.__dict__:
             block.__dict__["csr"] = self.__dict__["csr"]
         return block
 
+    def source_column(self, j: int) -> int:
+        """Column of ``matrix`` holding the block's column ``j``."""
+        return int(j) if self.columns is None else int(self.columns[j])
+
     def row_lengths(self) -> np.ndarray:
         """Stored entries of each example in this block."""
-        if self.matrix.format == "csr":
-            per_row = np.diff(self.matrix.indptr)
-        else:
+        if self.columns is None and self.matrix.format == "csc":
             per_row = np.bincount(self.matrix.indices, minlength=self.matrix.shape[0])
+        else:
+            per_row = np.diff(self.csr.indptr)
         return per_row[self.inverse]
-
-    def _transposed_product(self, vectors: np.ndarray) -> np.ndarray:
-        """``matrix.T @ vectors`` (int64) for non-negative integer ``vectors`` summing to ≤ n examples.
-
-        Computed in int32 when no sum can reach 2**31 (every entry of the product is at most
-        ``max count × n examples``): scipy would otherwise copy the int32 counts to int64 first.
-        """
-        data = self.matrix.data
-        bound = (int(data.max()) if data.size else 0) * max(len(self.inverse), 1)
-        dtype = np.int32 if bound < np.iinfo(np.int32).max and data.dtype == np.int32 else np.int64
-        return np.asarray(self.matrix.T @ vectors.astype(dtype, copy=False), dtype=np.int64)
 
     def column_totals(self) -> np.ndarray:
         """Sum of each column over the examples (int64)."""
-        return self._transposed_product(np.bincount(self.inverse, minlength=self.matrix.shape[0]))
+        return products([self], [np.bincount(self.inverse, minlength=self.matrix.shape[0])])[0]
 
     def select_columns(self, keep: np.ndarray) -> FeatureBlock:
-        """The block restricted to columns ``keep``."""
+        """The block restricted to its columns ``keep`` (increasing; nothing is copied)."""
         if len(keep) == self.n_columns:
             return self
-        matrix = self.matrix[:, keep]
-        matrix = sp.csc_array(matrix) if self.matrix.format == "csc" else sp.csr_array(matrix)
-        matrix.sort_indices()
-        return FeatureBlock(matrix, self.inverse)
+        keep = np.asarray(keep, dtype=np.int64)
+        return FeatureBlock(self.matrix, self.inverse, keep if self.columns is None else self.columns[keep])
+
+    def per_row_labels(self, y: np.ndarray, n_labels: int) -> np.ndarray:
+        """(distinct rows × labels) number of examples of each label in each row: ``G.T @ Y``."""
+        n_rows = self.matrix.shape[0]
+        return np.bincount(self.inverse * n_labels + y, minlength=n_rows * n_labels).reshape(n_rows, n_labels)
 
     def label_counts(self, y: np.ndarray, n_labels: int) -> np.ndarray:
         """(columns × labels) counts: ``M.T @ (G.T @ Y)``."""
-        n_rows = self.matrix.shape[0]
-        per_row = np.bincount(self.inverse * n_labels + y, minlength=n_rows * n_labels)
-        return self._transposed_product(per_row.reshape(n_rows, n_labels))
+        return products([self], [self.per_row_labels(y, n_labels)])[0]
+
+
+def products(blocks: Sequence[FeatureBlock], vectors: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """``matrix.T @ v`` restricted to each block's columns, for blocks that share one matrix.
+
+    The vectors (one 1-D or 2-D int array per block, non-negative, each column summing to
+    at most the block's number of examples) are stacked side by side so that the shared
+    matrix is read once. Computed in int32 when no sum can reach 2**31 (each is at most
+    ``max count × n examples``): scipy would otherwise copy the int32 counts to int64 first.
+    """
+    matrix = blocks[0].matrix
+    if any(b.matrix is not matrix for b in blocks):
+        raise ValueError("the blocks do not share one matrix")
+    flat = [v.ndim == 1 for v in vectors]
+    vectors = [v if v.ndim == 2 else v[:, None] for v in vectors]
+    data = matrix.data
+    bound = (int(data.max()) if data.size else 0) * max(max(len(b.inverse) for b in blocks), 1)
+    dtype = np.int32 if bound < np.iinfo(np.int32).max and data.dtype == np.int32 else np.int64
+    stacked = vectors[0] if len(vectors) == 1 else np.concatenate(vectors, axis=1)
+    full = np.asarray(matrix.T @ stacked.astype(dtype, copy=False))
+    out = []
+    start = 0
+    for block, vector, is_flat in zip(blocks, vectors, flat):
+        stop = start + vector.shape[1]
+        part = full[:, start:stop] if block.columns is None else full[block.columns, start:stop]
+        part = part.astype(np.int64)
+        out.append(part.ravel() if is_flat else part)
+        start = stop
+    return out
 
 
 @dataclass(frozen=True, eq=False)
@@ -164,9 +196,23 @@ class FeatureMatrix:
     def label_counts(self, y: np.ndarray, n_labels: int) -> np.ndarray:
         """Per-label counts ``X.T @ Y`` (n_features × n_labels, int64), without building ``X``."""
         y = np.asarray(y, dtype=np.int64)
-        if not self.blocks:
-            return np.zeros((0, n_labels), np.int64)
-        return np.concatenate([b.label_counts(y, n_labels) for b in self.blocks])
+        out = np.empty((self.n_features, n_labels), np.int64)
+        starts = np.cumsum([0] + [b.n_columns for b in self.blocks])
+        sharing: dict[int, list[int]] = {}  # blocks over one matrix are computed in one product
+        for i, block in enumerate(self.blocks):
+            sharing.setdefault(id(block.matrix), []).append(i)
+        per_row: dict[int, np.ndarray] = {}  # G.T @ Y of each distinct inverse array
+        for members in sharing.values():
+            blocks = [self.blocks[i] for i in members]
+            vectors = []
+            for block in blocks:
+                key = id(block.inverse)
+                if key not in per_row:
+                    per_row[key] = block.per_row_labels(y, n_labels)
+                vectors.append(per_row[key])
+            for i, counts in zip(members, products(blocks, vectors)):
+                out[starts[i] : starts[i + 1]] = counts
+        return out
 
     def rows(self, index: slice | Sequence[int] | np.ndarray) -> FeatureMatrix:
         """The same features over a subset of the examples (nothing is copied but indices)."""
@@ -191,7 +237,7 @@ class FeatureMatrix:
         offset = 0
         for b in self.blocks:
             if col < offset + b.n_columns:
-                holders = sp.csc_array(b.matrix[:, [col - offset]]).indices
+                holders = sp.csc_array(b.matrix[:, [b.source_column(col - offset)]]).indices
                 return np.flatnonzero(np.isin(b.inverse, holders))
             offset += b.n_columns
         raise KeyError(name)

@@ -5,10 +5,10 @@ for a bigram over a vocabulary of ``V`` words. Packing ``(key, row)`` into one i
 sorting it once (``np.sort``, SIMD) groups the occurrences by n-gram and, within an
 n-gram, by text: equal neighbours are counted, a change of key starts a new column. The
 result, :class:`NgramCounts`, is a column-major (CSC) count matrix whose columns are in
-key order. :func:`ngram_block` keeps one field's columns (those whose total over the field's
-examples reaches the minimum count) and turns them into the row-major
-:class:`~engine.stats.matrix.FeatureBlock` the statistics use, with one linear-time
-transposition; nothing loops over texts or n-grams in Python.
+key order. :func:`ngram_blocks` gives each field a
+:class:`~engine.stats.matrix.FeatureBlock` that views the columns it keeps (those whose
+total over the field's examples reaches the minimum count); nothing loops over texts or
+n-grams in Python, and nothing is copied per field.
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from engine.stats.matrix import COUNT_DTYPE, FeatureBlock
+from engine.stats.matrix import COUNT_DTYPE, FeatureBlock, products
 from engine.stats.tokenize import TokenizedTexts
 
-__all__ = ["NgramCounts", "bigram_counts", "count_keys", "ngram_block", "token_rows", "unigram_counts"]
+__all__ = ["NgramCounts", "bigram_counts", "count_keys", "ngram_blocks", "token_rows", "unigram_counts"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -172,40 +172,34 @@ def bigram_counts(tok: TokenizedTexts, rows: np.ndarray) -> NgramCounts:
     return _count_packed(packed, row_bits, tok.n_unique)
 
 
-def ngram_block(
-    counts: NgramCounts, inverse: np.ndarray, *, per_document: bool, min_count: int
-) -> tuple[FeatureBlock, np.ndarray]:
-    """One field's block: the n-grams whose total over the field's examples reaches ``min_count``.
+def ngram_blocks(
+    counts: NgramCounts, inverses: list[np.ndarray], *, per_document: bool, min_count: int
+) -> list[tuple[FeatureBlock, np.ndarray]]:
+    """Each field's block: the n-grams whose total over the field's examples reaches ``min_count``.
 
     Parameters
     ----------
     counts
         N-gram counts of all distinct texts.
-    inverse
-        Distinct row of each of the field's examples.
+    inverses
+        For each field, the distinct row of each of its examples.
     per_document
         Count each n-gram at most once per example.
     min_count
-        Minimum total count (at least 1: n-grams the field never holds are dropped).
+        Minimum total count (at least 1: n-grams a field never holds are dropped).
 
     Returns
     -------
-    block : FeatureBlock
-        Distinct rows × kept columns, CSC (it shares the arrays of ``counts`` when every
-        column is kept).
-    kept : numpy.ndarray
-        Columns of ``counts`` kept, increasing.
+    list of (FeatureBlock, numpy.ndarray)
+        Per field: its block (a column view of one CSC matrix of all distinct texts, shared by
+        the fields, so nothing is copied) and the columns of ``counts`` it keeps, increasing.
     """
     values = np.ones(len(counts.counts), COUNT_DTYPE) if per_document else counts.counts
-    shape = (counts.n_rows, counts.n_columns)
-    block = FeatureBlock(_csc(values, counts.rows, counts.indptr, shape), inverse)
-    keep = block.column_totals() >= max(int(min_count), 1)
-    kept = np.flatnonzero(keep)
-    if len(kept) == counts.n_columns:
-        return block, kept
-    lengths = np.diff(counts.indptr)
-    entry = np.repeat(keep, lengths)
-    indptr = np.zeros(len(kept) + 1, np.int64)
-    np.cumsum(lengths[kept], out=indptr[1:])
-    matrix = _csc(values[entry], counts.rows[entry], indptr, (counts.n_rows, len(kept)))
-    return FeatureBlock(matrix, inverse), kept
+    matrix = _csc(values, counts.rows, counts.indptr, (counts.n_rows, counts.n_columns))
+    full = [FeatureBlock(matrix, inverse) for inverse in inverses]
+    multiplicities = [np.bincount(inverse, minlength=counts.n_rows) for inverse in inverses]
+    out = []
+    for block, totals in zip(full, products(full, multiplicities)):  # one pass over the matrix
+        kept = np.flatnonzero(totals >= max(int(min_count), 1))
+        out.append((block.select_columns(kept), kept))
+    return out
