@@ -86,7 +86,7 @@ class FeatureBlock:
 
     def column_totals(self) -> np.ndarray:
         """Sum of each column over the examples (int64)."""
-        return products([self], [np.bincount(self.inverse, minlength=self.matrix.shape[0])])[0]
+        return transposed_product(self, np.bincount(self.inverse, minlength=self.matrix.shape[0]))
 
     def select_columns(self, keep: np.ndarray) -> FeatureBlock:
         """The block restricted to its columns ``keep`` (increasing; nothing is copied)."""
@@ -102,35 +102,25 @@ class FeatureBlock:
 
     def label_counts(self, y: np.ndarray, n_labels: int) -> np.ndarray:
         """(columns × labels) counts: ``M.T @ (G.T @ Y)``."""
-        return products([self], [self.per_row_labels(y, n_labels)])[0]
+        return transposed_product(self, self.per_row_labels(y, n_labels))
 
 
-def products(blocks: Sequence[FeatureBlock], vectors: Sequence[np.ndarray]) -> list[np.ndarray]:
-    """``matrix.T @ v`` restricted to each block's columns, for blocks that share one matrix.
+def transposed_product(block: FeatureBlock, vectors: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """``block.matrix.T @ vectors`` on the block's columns, as int64 (written to ``out`` if given).
 
-    The vectors (one 1-D or 2-D int array per block, non-negative, each column summing to
-    at most the block's number of examples) are stacked side by side so that the shared
-    matrix is read once. Computed in int32 when no sum can reach 2**31 (each is at most
-    ``max count × n examples``): scipy would otherwise copy the int32 counts to int64 first.
+    ``vectors`` (distinct rows × k, or distinct rows) are non-negative integers whose
+    columns sum to at most the block's number of examples. The product is computed in int32
+    when no sum can reach 2**31 (each is at most ``max count × n examples``): scipy would
+    otherwise copy the int32 counts to int64 first.
     """
-    matrix = blocks[0].matrix
-    if any(b.matrix is not matrix for b in blocks):
-        raise ValueError("the blocks do not share one matrix")
-    flat = [v.ndim == 1 for v in vectors]
-    vectors = [v if v.ndim == 2 else v[:, None] for v in vectors]
-    data = matrix.data
-    bound = (int(data.max()) if data.size else 0) * max(max(len(b.inverse) for b in blocks), 1)
+    data = block.matrix.data
+    bound = (int(data.max()) if data.size else 0) * max(len(block.inverse), 1)
     dtype = np.int32 if bound < np.iinfo(np.int32).max and data.dtype == np.int32 else np.int64
-    stacked = vectors[0] if len(vectors) == 1 else np.concatenate(vectors, axis=1)
-    full = np.asarray(matrix.T @ stacked.astype(dtype, copy=False))
-    out = []
-    start = 0
-    for block, vector, is_flat in zip(blocks, vectors, flat):
-        stop = start + vector.shape[1]
-        part = full[:, start:stop] if block.columns is None else full[block.columns, start:stop]
-        part = part.astype(np.int64)
-        out.append(part.ravel() if is_flat else part)
-        start = stop
+    full = np.asarray(block.matrix.T @ vectors.astype(dtype, copy=False))
+    part = full if block.columns is None else full[block.columns]
+    if out is None:
+        return part.astype(np.int64)
+    out[...] = part
     return out
 
 
@@ -197,21 +187,14 @@ class FeatureMatrix:
         """Per-label counts ``X.T @ Y`` (n_features × n_labels, int64), without building ``X``."""
         y = np.asarray(y, dtype=np.int64)
         out = np.empty((self.n_features, n_labels), np.int64)
-        starts = np.cumsum([0] + [b.n_columns for b in self.blocks])
-        sharing: dict[int, list[int]] = {}  # blocks over one matrix are computed in one product
-        for i, block in enumerate(self.blocks):
-            sharing.setdefault(id(block.matrix), []).append(i)
-        per_row: dict[int, np.ndarray] = {}  # G.T @ Y of each distinct inverse array
-        for members in sharing.values():
-            blocks = [self.blocks[i] for i in members]
-            vectors = []
-            for block in blocks:
-                key = id(block.inverse)
-                if key not in per_row:
-                    per_row[key] = block.per_row_labels(y, n_labels)
-                vectors.append(per_row[key])
-            for i, counts in zip(members, products(blocks, vectors)):
-                out[starts[i] : starts[i + 1]] = counts
+        start = 0
+        per_row: dict[int, np.ndarray] = {}  # G.T @ Y of each distinct inverse array (fields share them)
+        for block in self.blocks:
+            key = id(block.inverse)
+            if key not in per_row:
+                per_row[key] = block.per_row_labels(y, n_labels)
+            transposed_product(block, per_row[key], out[start : start + block.n_columns])
+            start += block.n_columns
         return out
 
     def rows(self, index: slice | Sequence[int] | np.ndarray) -> FeatureMatrix:

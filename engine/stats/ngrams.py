@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from engine.stats.matrix import COUNT_DTYPE, FeatureBlock, products
+from engine.stats.matrix import COUNT_DTYPE, FeatureBlock
 from engine.stats.tokenize import TokenizedTexts
 
 __all__ = ["NgramCounts", "bigram_counts", "count_keys", "ngram_blocks", "token_rows", "unigram_counts"]
@@ -196,10 +196,9 @@ def ngram_blocks(
     """
     values = np.ones(len(counts.counts), COUNT_DTYPE) if per_document else counts.counts
     matrix = _csc(values, counts.rows, counts.indptr, (counts.n_rows, counts.n_columns))
-    full = [FeatureBlock(matrix, inverse) for inverse in inverses]
-    multiplicities = [np.bincount(inverse, minlength=counts.n_rows) for inverse in inverses]
     out = []
-    for block, totals in zip(full, products(full, multiplicities)):  # one pass over the matrix
-        kept = np.flatnonzero(totals >= max(int(min_count), 1))
+    for inverse in inverses:
+        block = FeatureBlock(matrix, inverse)
+        kept = np.flatnonzero(block.column_totals() >= max(int(min_count), 1))
         out.append((block.select_columns(kept), kept))
     return out
