@@ -29,6 +29,7 @@ from engine.stats.errors import (
     StatsError,
 )
 from engine.stats.features import FeatureConfig, FeatureMatrix, build_features
+from engine.stats.names import FeatureNames
 from engine.stats.project_io import (
     DatasetTexts,
     ProjectZFilterResult,
@@ -64,6 +65,7 @@ __all__ = [
     "EmptyDatasetError",
     "FeatureConfig",
     "FeatureMatrix",
+    "FeatureNames",
     "LabelSetError",
     "PresetResult",
     "ProjectZFilterResult",

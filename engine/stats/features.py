@@ -20,17 +20,18 @@ family (``kind``)         name                   value
 ========================  =====================  ===========================================
 
 Bucket ``a-b`` holds values ``a <= v < b`` (integers: ``a <= v <= b``), the last bucket ``a+``
-everything from ``a`` up. The matrix is built without a Python loop per feature or per
-example: each distinct text is tokenized once (:func:`~engine.stats.tokenize.tokenize_many`),
-word and bigram ids become CSR index arrays over distinct texts, and every family is a
-:class:`~engine.stats.matrix.FeatureBlock` (distinct rows + the distinct row of each
-example); :attr:`FeatureMatrix.X` assembles the full CSR matrix on first use.
+everything from ``a`` up. The matrix is built without a Python loop per feature, per example
+or per token: each distinct text is tokenized once (:func:`~engine.stats.tokenize.tokenize_many`),
+word and bigram occurrences are counted over distinct texts with one packed-integer sort each
+(:mod:`engine.stats.ngrams`), and every family is a :class:`~engine.stats.matrix.FeatureBlock`
+(distinct rows + the distinct row of each example); :attr:`FeatureMatrix.X` assembles the
+full CSR matrix on first use. Bigram names are spelled when read
+(:class:`~engine.stats.names.FeatureNames`): a large dataset has millions of them.
 """
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
@@ -40,7 +41,9 @@ import scipy.sparse as sp
 from engine.progress import CancelToken, ProgressFn, ensure_token, no_progress, scaled
 from engine.stats.errors import StatsConfigError
 from engine.stats.matrix import COUNT_DTYPE, FeatureBlock, FeatureMatrix
-from engine.stats.tokenize import TokenizedTexts, tokenize_many
+from engine.stats.names import FeatureNames, NgramNames
+from engine.stats.ngrams import NgramCounts, bigram_counts, ngram_blocks, token_rows, unigram_counts
+from engine.stats.tokenize import tokenize_many
 
 NULL_FEATURE = "<null>"
 FULL_OVERLAP = "overlap=full"
@@ -151,7 +154,7 @@ class FeatureConfig:
 
 # ---------------------------------------------------------------------------- building
 
-_Block = tuple[FeatureBlock, list[str], str]
+_Block = tuple[FeatureBlock, Sequence[str], str]
 
 
 def build_features(
@@ -213,10 +216,12 @@ def build_features(
     all_texts: list[str | None] = []
     for values in fields_in.values():
         all_texts.extend(values)
-    tok = tokenize_many(all_texts, dedupe=dedupe, progress=scaled(progress, 0.0, 0.6), cancel=token)
+    tok = tokenize_many(all_texts, dedupe=dedupe, progress=scaled(progress, 0.0, 0.5), cancel=token)
+    del all_texts
     token.raise_if_cancelled()
     inverse = {f: tok.inverse[i * n : (i + 1) * n] for i, f in enumerate(fields_in)}
-    words = _word_counts(tok)
+    rows = token_rows(tok)
+    words = unigram_counts(tok, rows)
     m = config.min_count
     blocks: list[_Block] = []
 
@@ -224,17 +229,18 @@ def build_features(
         blocks.append(_indicator_block(np.ones(n, bool), np.zeros(n, np.int64), [NULL_FEATURE], KIND_NULL, m))
 
     ngram_fields = (config.ngram_fields or PAIR_FIELDS) if pair else SINGLE_FIELDS
+    progress(0.6, "Counting words")
     if config.unigrams:
-        for f in ngram_fields:
-            field = f if pair else None
-            blocks.append(_field_block(words, tok.vocab, inverse[f], field, KIND_UNIGRAM, config))
+        blocks.extend(_field_blocks(words, tok.vocab, None, inverse, ngram_fields, pair, KIND_UNIGRAM, config))
     progress(0.7, "Counting bigrams")
     token.raise_if_cancelled()
     if config.bigrams:
-        bigrams, bigram_names = _bigram_counts(tok)
-        for f in ngram_fields:
-            field = f if pair else None
-            blocks.append(_field_block(bigrams, bigram_names, inverse[f], field, KIND_BIGRAM, config))
+        bigrams = bigram_counts(tok, rows)
+        first, second = np.divmod(bigrams.keys, max(len(tok.vocab), 1))
+        blocks.extend(_field_blocks(bigrams, tok.vocab, (first, second), inverse, ngram_fields, pair, KIND_BIGRAM,
+                                    config))
+        del bigrams, first, second
+    del rows
     progress(0.85, "Length and overlap features")
     token.raise_if_cancelled()
     lengths = tok.unique_lengths
@@ -250,7 +256,7 @@ def build_features(
             ratio = np.divide(len_h, len_p, out=np.zeros(n), where=has)
             blocks.append(_bucket_block(ratio, has, config.ratio_buckets, "len_ratio", KIND_RATIO, m))
         if config.overlap:
-            shared = _overlap_counts(words, inverse["premise"], inverse["hypothesis"])
+            shared = _overlap_counts(words.to_csr(), inverse["premise"], inverse["hypothesis"])
             has = len_h > 0
             frac = np.divide(shared, len_h, out=np.zeros(n), where=has)
             blocks.append(_bucket_block(frac, has, config.overlap_buckets, "overlap", KIND_OVERLAP, m))
@@ -266,47 +272,13 @@ def build_features(
         blocks.append(_categorical_block(name, values, m))
 
     blocks = [b for b in blocks if b[0].n_columns]
-    names = list(itertools.chain.from_iterable(b[1] for b in blocks))
+    names = FeatureNames(b[1] for b in blocks)
     kinds = np.repeat(np.array([b[2] for b in blocks], dtype="<U12"), [len(b[1]) for b in blocks])
     progress(1.0, "Features built")
     return FeatureMatrix(tuple(b[0] for b in blocks), names, kinds, n)
 
 
 # ---------------------------------------------------------------------------- helpers
-
-
-def _word_counts(tok: TokenizedTexts) -> sp.csr_array:
-    """Distinct texts × vocabulary token counts."""
-    data = np.ones(len(tok.ids), COUNT_DTYPE)
-    # copies: sum_duplicates works in place and must not touch the token arrays
-    W = sp.csr_array((data, tok.ids.copy(), tok.offsets.copy()), shape=(tok.n_unique, len(tok.vocab)))
-    W.sum_duplicates()
-    return W
-
-
-def _bigram_counts(tok: TokenizedTexts) -> tuple[sp.csr_array, Callable[[np.ndarray], list[str]]]:
-    """Distinct texts × bigram counts, and a function naming chosen columns (``"a b"``)."""
-    ids = tok.ids.astype(np.int64)
-    doc = np.repeat(np.arange(tok.n_unique), tok.unique_lengths)
-    same = doc[:-1] == doc[1:]
-    keys = ids[:-1][same] * len(tok.vocab) + ids[1:][same]
-    rows = doc[:-1][same]
-    if keys.size == 0:
-        return sp.csr_array((tok.n_unique, 0), dtype=COUNT_DTYPE), lambda keep: []
-    unique_keys, cols = _unique_inverse(keys)
-    indptr = np.zeros(tok.n_unique + 1, np.int64)
-    np.cumsum(np.bincount(rows, minlength=tok.n_unique), out=indptr[1:])
-    B = sp.csr_array(
-        (np.ones(len(cols), COUNT_DTYPE), cols.astype(np.int32), indptr), shape=(tok.n_unique, len(unique_keys))
-    )
-    B.sum_duplicates()
-    vocab = tok.vocab
-    first, second = np.divmod(unique_keys, len(vocab))
-
-    def names(keep: np.ndarray) -> list[str]:
-        return [f"{vocab[a]} {vocab[b]}" for a, b in zip(first[keep].tolist(), second[keep].tolist())]
-
-    return B, names
 
 
 def _unique_inverse(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -334,32 +306,38 @@ def _unique_inverse(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return ordered[new], inverse
 
 
-def _compact(
-    block: FeatureBlock, names: list[str] | Callable[[np.ndarray], list[str]], kind: str, min_count: int
-) -> _Block:
+def _compact(block: FeatureBlock, names: list[str], kind: str, min_count: int) -> _Block:
     """Keep the columns whose total count reaches ``min_count`` (and is not zero)."""
     keep = np.flatnonzero(block.column_totals() >= max(min_count, 1))
-    kept_names = names(keep) if callable(names) else [names[j] for j in keep.tolist()]
-    return block.select_columns(keep), kept_names, kind
+    return block.select_columns(keep), [names[j] for j in keep.tolist()], kind
 
 
-def _field_block(
-    unique_counts: sp.csr_array,
-    names: list[str] | Callable[[np.ndarray], list[str]],
-    inverse: np.ndarray,
-    field: str | None,
+def _field_blocks(
+    counts: NgramCounts,
+    vocab: list[str],
+    bigram_words: tuple[np.ndarray, np.ndarray] | None,
+    inverse: Mapping[str, np.ndarray],
+    fields: Sequence[str],
+    pair: bool,
     kind: str,
     config: FeatureConfig,
-) -> _Block:
-    """One field's n-gram block, named in the field's namespace (``word@field``)."""
-    M = unique_counts
-    if config.per_document:
-        M = M.copy()
-        M.data[:] = 1
-    block, kept, kind = _compact(FeatureBlock(M, inverse), names, kind, config.min_count)
-    if field:
-        kept = [name + f"@{field}" for name in kept]
-    return block, kept, kind
+) -> list[_Block]:
+    """Each field's n-gram block, named in the field's namespace (``word@field``).
+
+    Unigram names are spelled at once; bigram names (millions on a large dataset) only
+    when read (:class:`~engine.stats.names.NgramNames`).
+    """
+    found = ngram_blocks(counts, [inverse[f] for f in fields], per_document=config.per_document,
+                         min_count=config.min_count)
+    out: list[_Block] = []
+    for field, (block, kept) in zip(fields, found):
+        suffix = f"@{field}" if pair else ""
+        if bigram_words is None:
+            names: Sequence[str] = NgramNames(vocab, counts.keys[kept], None, suffix).tolist()
+        else:
+            names = NgramNames(vocab, bigram_words[0][kept], bigram_words[1][kept], suffix)
+        out.append((block, names, kind))
+    return out
 
 
 def _indicator_block(
@@ -412,12 +390,12 @@ def _overlap_counts(words: sp.csr_array, inv_p: np.ndarray, inv_h: np.ndarray) -
     the hypothesis counts with the premise's binary word vector.
     """
     n_unique = words.shape[0]
-    pair_keys, pair_of_example = np.unique(inv_p * n_unique + inv_h, return_inverse=True)
+    pair_keys, pair_of_example = _unique_inverse(inv_p * n_unique + inv_h)
     p_rows, h_rows = np.divmod(pair_keys, n_unique)
     premise_has = sp.csr_array(words[p_rows])
     premise_has.data[:] = 1
     shared = np.asarray(sp.csr_array(words[h_rows]).multiply(premise_has).sum(axis=1)).ravel()
-    return shared.astype(np.int64)[pair_of_example.ravel()]
+    return shared.astype(np.int64)[pair_of_example]
 
 
 def _categorical_block(name: str, values: Sequence[object], min_count: int) -> _Block:

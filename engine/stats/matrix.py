@@ -2,7 +2,7 @@
 
 Datasets repeat a lot: an NLI premise is reused for several hypotheses, a length bucket
 is shared by thousands of examples. A :class:`FeatureMatrix` therefore keeps each feature
-family as a :class:`FeatureBlock`: a small CSR matrix over *distinct* rows plus the
+family as a :class:`FeatureBlock`: a small sparse matrix over *distinct* rows plus the
 distinct row of every example. Mathematically block ``b`` of the full matrix is
 ``G_b @ M_b`` with ``G_b`` the one-hot (examples × distinct rows) matrix of ``inverse``.
 
@@ -21,6 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from engine.stats.names import FeatureNames
+
 COUNT_DTYPE = np.int32
 _CHUNK_ROWS = 32_768  # rows assembled at a time (keeps temporaries small)
 
@@ -32,40 +34,94 @@ class FeatureBlock:
     Attributes
     ----------
     matrix
-        ``csr_array`` (distinct rows × columns) of int32 counts, sorted indices.
+        ``csr_array`` or ``csc_array`` (distinct rows × source columns) of int32 counts,
+        sorted indices, no duplicates. N-gram blocks are CSC, the order they are counted in,
+        and the blocks of the premise and the hypothesis share one matrix of all distinct
+        texts; the statistics only need ``matrix.T @ …`` (as fast either way), and
+        :attr:`csr` gives the row-major form (for assembling ``X``) when it is first needed.
     inverse
         Distinct row of each example (int64).
+    columns
+        The block's columns among ``matrix``'s, increasing (``None``: all of them).
     """
 
-    matrix: sp.csr_array
+    matrix: sp.csr_array | sp.csc_array
     inverse: np.ndarray
+    columns: np.ndarray | None = None
 
     @property
     def n_columns(self) -> int:
-        return int(self.matrix.shape[1])
+        return int(self.matrix.shape[1]) if self.columns is None else len(self.columns)
+
+    @functools.cached_property
+    def csr(self) -> sp.csr_array:
+        """The block's columns as a ``csr_array`` with sorted indices (built once)."""
+        matrix = self.matrix
+        if self.columns is not None:
+            matrix = matrix[:, self.columns]  # a gather of whole columns when CSC
+        if matrix.format == "csr":
+            matrix = sp.csr_array(matrix)
+            matrix.sort_indices()
+            return matrix
+        return matrix.tocsr()  # a counting sort: sorted indices, linear time
+
+    def with_inverse(self, inverse: np.ndarray) -> FeatureBlock:
+        """The same columns for other examples (sharing the matrix and its CSR form)."""
+        block = FeatureBlock(self.matrix, inverse, self.columns)
+        if "csr" in self.__dict__:
+            block.__dict__["csr"] = self.__dict__["csr"]
+        return block
+
+    def source_column(self, j: int) -> int:
+        """Column of ``matrix`` holding the block's column ``j``."""
+        return int(j) if self.columns is None else int(self.columns[j])
 
     def row_lengths(self) -> np.ndarray:
         """Stored entries of each example in this block."""
-        return np.diff(self.matrix.indptr)[self.inverse]
+        if self.columns is None and self.matrix.format == "csc":
+            per_row = np.bincount(self.matrix.indices, minlength=self.matrix.shape[0])
+        else:
+            per_row = np.diff(self.csr.indptr)
+        return per_row[self.inverse]
 
     def column_totals(self) -> np.ndarray:
         """Sum of each column over the examples (int64)."""
-        multiplicity = np.bincount(self.inverse, minlength=self.matrix.shape[0]).astype(np.int64)
-        return np.asarray(self.matrix.T @ multiplicity, dtype=np.int64)
+        return transposed_product(self, np.bincount(self.inverse, minlength=self.matrix.shape[0]))
 
     def select_columns(self, keep: np.ndarray) -> FeatureBlock:
-        """The block restricted to columns ``keep``."""
+        """The block restricted to its columns ``keep`` (increasing; nothing is copied)."""
         if len(keep) == self.n_columns:
             return self
-        matrix = sp.csr_array(self.matrix[:, keep])
-        matrix.sort_indices()
-        return FeatureBlock(matrix, self.inverse)
+        keep = np.asarray(keep, dtype=np.int64)
+        return FeatureBlock(self.matrix, self.inverse, keep if self.columns is None else self.columns[keep])
+
+    def per_row_labels(self, y: np.ndarray, n_labels: int) -> np.ndarray:
+        """(distinct rows × labels) number of examples of each label in each row: ``G.T @ Y``."""
+        n_rows = self.matrix.shape[0]
+        return np.bincount(self.inverse * n_labels + y, minlength=n_rows * n_labels).reshape(n_rows, n_labels)
 
     def label_counts(self, y: np.ndarray, n_labels: int) -> np.ndarray:
         """(columns × labels) counts: ``M.T @ (G.T @ Y)``."""
-        n_rows = self.matrix.shape[0]
-        per_row = np.bincount(self.inverse * n_labels + y, minlength=n_rows * n_labels)
-        return np.asarray(self.matrix.T @ per_row.reshape(n_rows, n_labels), dtype=np.int64)
+        return transposed_product(self, self.per_row_labels(y, n_labels))
+
+
+def transposed_product(block: FeatureBlock, vectors: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """``block.matrix.T @ vectors`` on the block's columns, as int64 (written to ``out`` if given).
+
+    ``vectors`` (distinct rows × k, or distinct rows) are non-negative integers whose
+    columns sum to at most the block's number of examples. The product is computed in int32
+    when no sum can reach 2**31 (each is at most ``max count × n examples``): scipy would
+    otherwise copy the int32 counts to int64 first.
+    """
+    data = block.matrix.data
+    bound = (int(data.max()) if data.size else 0) * max(len(block.inverse), 1)
+    dtype = np.int32 if bound < np.iinfo(np.int32).max and data.dtype == np.int32 else np.int64
+    full = np.asarray(block.matrix.T @ vectors.astype(dtype, copy=False))
+    part = full if block.columns is None else full[block.columns]
+    if out is None:
+        return part.astype(np.int64)
+    out[...] = part
+    return out
 
 
 @dataclass(frozen=True, eq=False)
@@ -77,7 +133,8 @@ class FeatureMatrix:
     blocks
         Column blocks, left to right.
     names
-        Feature name of each column.
+        Feature name of each column (:class:`~engine.stats.names.FeatureNames`: a read-only
+        sequence of ``str`` that spells large n-gram families only when read).
     kinds
         Feature kind of each column.
     n_examples
@@ -85,7 +142,7 @@ class FeatureMatrix:
     """
 
     blocks: tuple[FeatureBlock, ...]
-    names: list[str]
+    names: FeatureNames
     kinds: np.ndarray
     n_examples: int
 
@@ -101,7 +158,7 @@ class FeatureMatrix:
         X = sp.csr_array(X, dtype=COUNT_DTYPE)
         X.sum_duplicates()
         n = int(X.shape[0])
-        return cls((FeatureBlock(X, np.arange(n, dtype=np.int64)),), list(names), np.asarray(kinds), n)
+        return cls((FeatureBlock(X, np.arange(n, dtype=np.int64)),), FeatureNames.of(names), np.asarray(kinds), n)
 
     @property
     def n_features(self) -> int:
@@ -129,14 +186,21 @@ class FeatureMatrix:
     def label_counts(self, y: np.ndarray, n_labels: int) -> np.ndarray:
         """Per-label counts ``X.T @ Y`` (n_features × n_labels, int64), without building ``X``."""
         y = np.asarray(y, dtype=np.int64)
-        if not self.blocks:
-            return np.zeros((0, n_labels), np.int64)
-        return np.concatenate([b.label_counts(y, n_labels) for b in self.blocks])
+        out = np.empty((self.n_features, n_labels), np.int64)
+        start = 0
+        per_row: dict[int, np.ndarray] = {}  # G.T @ Y of each distinct inverse array (fields share them)
+        for block in self.blocks:
+            key = id(block.inverse)
+            if key not in per_row:
+                per_row[key] = block.per_row_labels(y, n_labels)
+            transposed_product(block, per_row[key], out[start : start + block.n_columns])
+            start += block.n_columns
+        return out
 
     def rows(self, index: slice | Sequence[int] | np.ndarray) -> FeatureMatrix:
         """The same features over a subset of the examples (nothing is copied but indices)."""
         picked = np.arange(self.n_examples)[index]
-        blocks = tuple(FeatureBlock(b.matrix, b.inverse[picked]) for b in self.blocks)
+        blocks = tuple(b.with_inverse(b.inverse[picked]) for b in self.blocks)
         return FeatureMatrix(blocks, self.names, self.kinds, len(picked))
 
     def features_of(self, row: int) -> list[str]:
@@ -145,8 +209,8 @@ class FeatureMatrix:
         offset = 0
         for b in self.blocks:
             u = b.inverse[row]
-            cols = b.matrix.indices[b.matrix.indptr[u] : b.matrix.indptr[u + 1]]
-            out.extend(self.names[offset + int(c)] for c in cols)
+            cols = b.csr.indices[b.csr.indptr[u] : b.csr.indptr[u + 1]]
+            out.extend(self.names.take(cols + offset))
             offset += b.n_columns
         return out
 
@@ -156,7 +220,7 @@ class FeatureMatrix:
         offset = 0
         for b in self.blocks:
             if col < offset + b.n_columns:
-                holders = sp.csc_array(b.matrix[:, [col - offset]]).indices
+                holders = sp.csc_array(b.matrix[:, [b.source_column(col - offset)]]).indices
                 return np.flatnonzero(np.isin(b.inverse, holders))
             offset += b.n_columns
         raise KeyError(name)
@@ -186,12 +250,13 @@ def assemble(blocks: Sequence[FeatureBlock], n: int) -> sp.csr_array:
             if k:
                 first = np.cumsum(lens) - lens
                 within = np.arange(k, dtype=np.int64) - np.repeat(first, lens)
-                src = np.repeat(block.matrix.indptr[block.inverse[r0:r1]], lens) + within
+                matrix = block.csr
+                src = np.repeat(matrix.indptr[block.inverse[r0:r1]], lens) + within
                 dst = np.repeat(filled, lens) + within
-                indices[dst] = block.matrix.indices[src] + offset
-                data[dst] = block.matrix.data[src]
+                indices[dst] = matrix.indices[src] + offset
+                data[dst] = matrix.data[src]
             filled += lens
             offset += block.n_columns
     X = sp.csr_array((data, indices, indptr), shape=(n, n_columns))
-    X.has_sorted_indices = all(b.matrix.has_sorted_indices for b in blocks)
+    X.has_sorted_indices = all(b.csr.has_sorted_indices for b in blocks)
     return X

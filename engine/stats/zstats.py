@@ -115,7 +115,10 @@ def z_scores(counts: np.ndarray, p0: float) -> tuple[np.ndarray, np.ndarray, np.
     n = counts.sum(axis=1)
     with np.errstate(divide="ignore", invalid="ignore"):
         p_hat = counts / n[:, None]
-        z = (p_hat - p0) / np.sqrt(p0 * (1.0 - p0) / n[:, None])
+        # the standard error depends on n only: one square root per feature, not per label
+        se = np.sqrt(p0 * (1.0 - p0) / n)
+        z = p_hat - p0
+        z /= se[:, None]
     return n, p_hat, z
 
 
@@ -168,7 +171,9 @@ class ZStatsResult:
     Attributes
     ----------
     feature_names, kinds
-        Name and kind of each feature (length ``F``).
+        Name and kind of each feature (length ``F``). The names are a read-only sequence
+        of ``str`` (:class:`~engine.stats.names.FeatureNames` when they come from
+        :func:`~engine.stats.features.build_features`): read a few with ``[i]`` or ``.take``.
     labels
         Label names (length ``L``).
     n
@@ -189,7 +194,7 @@ class ZStatsResult:
         Examples per label.
     """
 
-    feature_names: list[str]
+    feature_names: Sequence[str]
     kinds: np.ndarray
     labels: list[str]
     n: np.ndarray
@@ -271,7 +276,7 @@ class ZStatsResult:
 
 def zstats_from_counts(
     counts: np.ndarray,
-    feature_names: list[str],
+    feature_names: Sequence[str],
     kinds: np.ndarray,
     labels: Sequence[str],
     config: ZStatsConfig | None = None,
