@@ -7,6 +7,7 @@ The panel computes nothing: it emits :attr:`StatsPanel.computeRequested` and
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -44,13 +45,20 @@ FAMILIES = (
 )
 
 
+def take_names(names: Sequence[str], index: np.ndarray) -> list[str]:
+    """``names[i]`` for ``i`` in ``index``; lazy name lists (``FeatureNames``) spell only those."""
+    take = getattr(names, "take", None)
+    return take(index) if take is not None else [names[i] for i in np.asarray(index).tolist()]
+
+
 def features_columns(stats: ZStatsResult) -> tuple[list[Column], np.ndarray, dict[str, np.ndarray]]:
     """Columns of the biased-features table: one row per (tested feature, label)."""
     index = np.flatnonzero(stats.tested)
     n_labels = len(stats.labels)
     feat = np.repeat(index, n_labels)
     lab = np.tile(np.arange(n_labels), len(index))
-    names = np.asarray(stats.feature_names, dtype=object)[feat]
+    names = np.empty(len(feat), dtype=object)
+    names[:] = take_names(stats.feature_names, feat)  # spells only the tested features' names
     labels = np.asarray(stats.labels, dtype=object)[lab]
     with np.errstate(invalid="ignore"):
         significant = stats.z[feat, lab] > stats.z_threshold

@@ -6,9 +6,12 @@ from typing import Any
 
 from app.controllers.base import PanelController
 from app.jobs import Job, JobRunner
+import numpy as np
+
 from app.session import Session
 from engine.store import DatasetInfo
 from widgets.importance_panel import ImportancePanel
+from widgets.stats_panel import take_names
 
 __all__ = ["ImportanceController"]
 
@@ -209,5 +212,6 @@ class ImportanceController(PanelController):
         if stats is None:
             return {}
         r = stats.result
-        best = r.z.max(axis=1)
-        return {name: float(best[i]) for i, name in enumerate(r.feature_names) if r.tested[i]}
+        tested = np.flatnonzero(r.tested)
+        best = r.z[tested].max(axis=1)
+        return dict(zip(take_names(r.feature_names, tested), best.tolist()))
