@@ -335,7 +335,7 @@ class ReviewController(QObject):
     # ------------------------------------------------------------------ triples
     def save_triples(self, field: str, sentence_index: int, triples: list) -> None:
         """Store an edited sentence's triples; drops the example's undecided candidates."""
-        from engine.triples import replace_triples
+        from engine.counterbias.triple_store import replace_triples
 
         if self.example is None:
             return
