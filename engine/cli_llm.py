@@ -73,7 +73,7 @@ def _add_triples(sub: argparse._SubParsersAction) -> None:
 
 def _run_triples(args: argparse.Namespace, progress: StderrProgress, cancel: CancelToken) -> int:
     from engine.store import ExampleQuery, Project
-    from engine.triples import extract_triples
+    from engine.counterbias.triples import extract_triples
 
     config = llm_config_from_args(args)
     with Project.open(args.project) as project:

@@ -339,7 +339,7 @@ class ReviewController(PanelController):
     # ------------------------------------------------------------------ triples
     def save_triples(self, field: str, sentence_index: int, triples: list) -> None:
         """Store an edited sentence's triples; drops the example's undecided candidates."""
-        from engine.triples import replace_triples
+        from engine.counterbias.triple_store import replace_triples
 
         example_id = self.session.example_id
         if example_id is None:

@@ -7,9 +7,9 @@ exponential kernel on the cosine distance between the kept-words vector and the 
 vector (distance x 100, kernel width 25). The surrogate is a weighted ridge regression
 (:class:`~engine.attribution.surrogate.WeightedRidge`); its coefficients are the word scores.
 
-Captum explains one example per surrogate, so examples are processed one by one (padding cut
-off); the model evaluations of one example are batched ``perturbations_per_eval`` at a time.
-Each example's sampling is seeded from ``seed`` and its example id, so scores do not depend on
+Captum explains one example per surrogate, so examples are processed one by one
+(:func:`engine.attribution.sampling.per_example_scores`, shared with KernelSHAP); each
+example's sampling is seeded from ``seed`` and its example id, so scores do not depend on
 which other examples were computed with it.
 """
 
@@ -23,6 +23,7 @@ import numpy as np
 
 from engine.attribution.errors import MethodSettingsError
 from engine.attribution.registry import AttributionMethod, MethodSettings, register_method
+from engine.attribution.sampling import per_example_scores
 
 __all__ = ["LimeSettings", "LimeText"]
 
@@ -72,11 +73,6 @@ def text_kernel(kernel_width: float):
     return similarity
 
 
-def example_seed(seed: int, example_id: int) -> int:
-    """A per-example seed that does not depend on batch composition."""
-    return (int(seed) * 1_000_003 + int(example_id)) % (2**31 - 1)
-
-
 @register_method("lime")
 class LimeText(AttributionMethod):
     description = "LIME over canonical words (PAD = word removed), weighted ridge surrogate"
@@ -85,31 +81,12 @@ class LimeText(AttributionMethod):
     def group_scores(
         self, forward: Any, batch: Any, targets: Any, settings: LimeSettings, *, seed_ids: list[int]
     ) -> tuple[list[np.ndarray], None]:
-        import torch
         from captum.attr import Lime
 
         from engine.attribution.surrogate import WeightedRidge
 
         lime = Lime(forward, interpretable_model=WeightedRidge(settings.alpha), similarity_func=text_kernel(settings.kernel_width))
-        mask = batch.feature_mask()
-        out = []
-        with torch.no_grad():
-            for i in range(len(batch)):
-                n = batch.n_groups[i]
-                if n == 0:
-                    out.append(np.zeros(0))
-                    continue
-                torch.manual_seed(example_seed(settings.seed, seed_ids[i]))
-                length = batch.lengths[i]
-                coefs = lime.attribute(
-                    batch.input_ids[i : i + 1, :length],
-                    baselines=batch.baseline_ids[i : i + 1, :length],
-                    target=targets[i : i + 1],
-                    additional_forward_args=batch.forward_args(slice(i, i + 1), length),
-                    feature_mask=mask[i : i + 1, :length],
-                    n_samples=settings.num_samples,
-                    perturbations_per_eval=settings.perturbations_per_eval,
-                    return_input_shape=False,
-                )
-                out.append(coefs.detach().float().cpu().numpy().reshape(-1)[:n].astype(np.float64))
-        return out, None
+        return per_example_scores(
+            lime, batch, targets, seed=settings.seed, seed_ids=seed_ids,
+            n_samples=settings.num_samples, perturbations_per_eval=settings.perturbations_per_eval,
+        ), None

@@ -21,8 +21,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from engine.attribution.errors import MethodSettingsError
-from engine.attribution.lime import example_seed
 from engine.attribution.registry import AttributionMethod, MethodSettings, register_method
+from engine.attribution.sampling import example_seed, per_example_scores
 
 __all__ = ["ShapleySettings", "ShapleyWords"]
 
@@ -95,32 +95,13 @@ class ShapleyWords(AttributionMethod):
         return out
 
     def _kernel(self, forward: Any, batch: Any, targets: Any, settings: ShapleySettings, seed_ids: list[int]) -> list[np.ndarray]:
-        import torch
         from captum.attr import KernelShap
 
         from engine.attribution.surrogate import WeightedRidge
 
         shap = KernelShap(forward)
         shap.interpretable_model = WeightedRidge(alpha=1e-6)  # weighted least squares, no scikit-learn
-        mask = batch.feature_mask()
-        out = []
-        with torch.no_grad():
-            for i in range(len(batch)):
-                n = batch.n_groups[i]
-                if n == 0:
-                    out.append(np.zeros(0))
-                    continue
-                torch.manual_seed(example_seed(settings.seed, seed_ids[i]))
-                length = batch.lengths[i]
-                coefs = shap.attribute(
-                    batch.input_ids[i : i + 1, :length],
-                    baselines=batch.baseline_ids[i : i + 1, :length],
-                    target=targets[i : i + 1],
-                    additional_forward_args=batch.forward_args(slice(i, i + 1), length),
-                    feature_mask=mask[i : i + 1, :length],
-                    n_samples=settings.num_samples,
-                    perturbations_per_eval=settings.perturbations_per_eval,
-                    return_input_shape=False,
-                )
-                out.append(coefs.detach().float().cpu().numpy().reshape(-1)[:n].astype(np.float64))
-        return out
+        return per_example_scores(
+            shap, batch, targets, seed=settings.seed, seed_ids=seed_ids,
+            n_samples=settings.num_samples, perturbations_per_eval=settings.perturbations_per_eval,
+        )

@@ -23,10 +23,10 @@ from engine.attribution.jobs import AttributionRun, attribute_ensemble
 from engine.attribution.registry import MethodSettings, resolve_settings, settings_key
 from engine.attribution.vote import ExampleVote, VoteSettings, VoteSummary, summarize_votes, vote_example
 from engine.attribution.wordlists import combine_wordlists
-from engine.errors import Cancelled
-from engine.models.store import finish_run, get_model, start_run
+from engine.models.store import get_model
 from engine.progress import CancelToken, ProgressFn, ensure_token, no_progress, scaled
 from engine.store import ExampleQuery, Project
+from engine.store.runs import recorded_run
 from engine.store.schema import now
 
 __all__ = ["DEFAULT_METHODS", "VoteRun", "find_principal_words", "latest_votes", "load_votes", "vote_summary", "vote_sets"]
@@ -163,19 +163,12 @@ def find_principal_words(
         set_id = int(existing[0])
         return VoteRun(set_id, vote_key, vote_summary(project, set_id, top=top), (), True, time.perf_counter() - started)
 
-    run_id = start_run(project, "attribute", dataset_id, {"vote_key": vote_key, **payload})
-    try:
+    with recorded_run(project, "attribute", dataset_id, {"vote_key": vote_key, **payload}) as run:
         set_id, summary, runs = _attribute_and_vote(
-            project, dataset_id, infos, resolved, keys, ids, vote, users, payload, vote_key, run_id,
+            project, dataset_id, infos, resolved, keys, ids, vote, users, payload, vote_key, run.id,
             target=target, compute=compute, top=top, progress=progress, cancel=cancel,
         )
-    except Cancelled:
-        finish_run(project, run_id, "cancelled", message="cancelled by the user")
-        raise
-    except BaseException as exc:
-        finish_run(project, run_id, "failed", message=str(exc))
-        raise
-    finish_run(project, run_id, "done", result={"vote_set_id": set_id, "examples": summary.n_examples})
+        run.result = {"vote_set_id": set_id, "examples": summary.n_examples}
     return VoteRun(set_id, vote_key, summary, tuple(runs), False, time.perf_counter() - started)
 
 

@@ -2,8 +2,8 @@
 
 For every example, target label ŷ ≠ y and sample ``i`` (one *candidate slot*):
 
-1. the example's triples (:func:`engine.triples.extract_triples`, run here for examples that
-   have none yet) are categorised against the ensemble vote's W_p and W_s
+1. the example's triples (:func:`engine.counterbias.triples.extract_triples`, run here for
+   examples that have none yet) are categorised against the ensemble vote's W_p and W_s
    (:mod:`engine.counterbias.manipulate`); with no principal triple in a field, every
    non-spurious triple of it is rewritten instead (recorded as ``fallback``);
 2. the principal triples of each edited field go to the LLM in one request (prompt
@@ -34,6 +34,7 @@ import re
 import sqlite3
 import time
 from collections.abc import Sequence
+from contextlib import closing, nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -46,14 +47,15 @@ from engine.counterbias.manipulate import (
     swap_triple,
 )
 from engine.counterbias.settings import GenerateSettings, GenerationConfigError, targets_for
-from engine.errors import Cancelled
+from engine.counterbias.triple_store import load_triples
+from engine.counterbias.triples import extract_triples
 from engine.llm.base import ChatBackend, ChatRequest, ChatResult, Failure, Usage
 from engine.llm.cache import CachedClient
 from engine.llm.config import LLMConfig
 from engine.llm.prompts import load_prompt
 from engine.llm.triple_format import Triple, parse_triples
 from engine.progress import CancelToken, ProgressFn, ensure_token, no_progress, scaled
-from engine.store.runs import finish_run, start_run
+from engine.store.runs import recorded_run
 from engine.store.schema import now
 
 if TYPE_CHECKING:
@@ -191,7 +193,6 @@ def generate_counterbias(
         When ``cancel`` is set; finished slots are stored, the run is marked cancelled.
     """
     from engine.llm.registry import create_backend
-    from engine.triples import extract_triples
 
     token = ensure_token(cancel)
     started = time.perf_counter()
@@ -204,50 +205,47 @@ def generate_counterbias(
     own_backend = backend is None
     chat_backend = backend or create_backend(llm_config)
     key = settings.key()
-    run_id = start_run(project, "generate", dataset.id, {
+    params = {
         "llm": llm_config.to_dict(), "settings": settings.to_dict(), "settings_key": key,
         "vote_set_id": vote_set["id"], "examples": len(ids),
         "prompts": {n: load_prompt(n).sha256[:12] for n in PROMPTS},
-    })
-    result = GenerateResult(run_id=run_id)
+    }
     client = CachedClient(chat_backend, project)
-    status = "failed"
-    try:
-        triples = extract_triples(project, dataset.id, ids, llm_config, backend=chat_backend,
-                                  progress=scaled(progress, 0.0, 0.3), cancel=token)
-        result.triples_failed = triples.failed_ids
-        votes = _votes(project, dataset, vote_set, vote_set_id is not None, ids)
-        slots, result.skipped = _plan(project, dataset, ids, votes, settings, key, fields)
-        mapping = _gender_mapping() if settings.swap_gender else {}
-        gen_progress = scaled(progress, 0.3, 0.9)
-        for start in range(0, len(slots), chunk_size):
-            token.raise_if_cancelled()
-            chunk = slots[start : start + chunk_size]
-            _run_chunk(client, chunk, dataset, settings, mapping, token)
-            created, failed = project.writer.run(_store_slots, run_id, chunk, key, llm_config, vote_set["id"])
-            result.created.extend(created)
-            result.failed.extend(failed)
-            gen_progress((start + len(chunk)) / max(len(slots), 1),
-                         f"counterbias: {start + len(chunk)}/{len(slots)} candidates")
-        members = list(judge) if judge is not None else list(vote_set["params"].get("models") or [])
-        if members and result.created:
-            from engine.counterbias.verify import judge_candidates
+    with (
+        closing(chat_backend) if own_backend else nullcontext(),
+        recorded_run(project, "generate", dataset.id, params) as run,
+    ):
+        result = GenerateResult(run_id=run.id)
+        try:
+            triples = extract_triples(project, dataset.id, ids, llm_config, backend=chat_backend,
+                                      progress=scaled(progress, 0.0, 0.3), cancel=token)
+            result.triples_failed = triples.failed_ids
+            votes = _votes(project, dataset, vote_set, vote_set_id is not None, ids)
+            slots, result.skipped = _plan(project, dataset, ids, votes, settings, key, fields)
+            mapping = _gender_mapping() if settings.swap_gender else {}
+            gen_progress = scaled(progress, 0.3, 0.9)
+            for start in range(0, len(slots), chunk_size):
+                token.raise_if_cancelled()
+                chunk = slots[start : start + chunk_size]
+                _run_chunk(client, chunk, dataset, settings, mapping, token)
+                created, failed = project.writer.run(_store_slots, run.id, chunk, key, llm_config, vote_set["id"])
+                result.created.extend(created)
+                result.failed.extend(failed)
+                gen_progress((start + len(chunk)) / max(len(slots), 1),
+                             f"counterbias: {start + len(chunk)}/{len(slots)} candidates")
+            members = list(judge) if judge is not None else list(vote_set["params"].get("models") or [])
+            if members and result.created:
+                from engine.counterbias.verify import judge_candidates
 
-            judge_candidates(project, result.created, members, progress=scaled(progress, 0.9, 1.0), cancel=token)
-        progress(1.0, f"counterbias: {len(result.created)} candidates, {len(result.failed)} failed")
-        status = "done"
-    except Cancelled:
-        status = "cancelled"
-        raise
-    finally:
-        total = client.total
-        result.usage, result.sent, result.cache_hits = total.usage, total.sent, total.hits
-        result.seconds = time.perf_counter() - started
-        summary = result.summary()
-        finish_run(project, run_id, status, message=f"{summary['created']} candidates, {summary['failed']} failed",
-                   result=summary)
-        if own_backend:
-            chat_backend.close()
+                judge_candidates(project, result.created, members, progress=scaled(progress, 0.9, 1.0),
+                                 cancel=token)
+            progress(1.0, f"counterbias: {len(result.created)} candidates, {len(result.failed)} failed")
+        finally:
+            total = client.total
+            result.usage, result.sent, result.cache_hits = total.usage, total.sent, total.hits
+            result.seconds = time.perf_counter() - started
+            run.result = summary = result.summary()
+            run.message = f"{summary['created']} candidates, {summary['failed']} failed"
     return result
 
 
@@ -290,8 +288,6 @@ def _gender_mapping() -> dict[str, str]:
 def _plan(project: Project, dataset: DatasetInfo, ids: Sequence[int], votes: dict, settings: GenerateSettings,
           key: str, fields: Sequence[str]) -> tuple[list[Slot], int]:
     """Slots still to make (failed ones again), and how many already exist."""
-    from engine.triples import load_triples
-
     existing = _existing(project, ids, key)
     slots: list[Slot] = []
     skipped = 0

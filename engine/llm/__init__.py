@@ -17,7 +17,7 @@ cache
 server
     :func:`start_local_server` and ``serve-llm``: a bundled model over HTTP on loopback.
 triple_format
-    The strict ``subject | predicate | object`` answer parser (used by :mod:`engine.triples`).
+    The strict ``subject | predicate | object`` answer parser (used by :mod:`engine.counterbias.triples`).
 errors, keys, retry, batch, prompts
     Named errors; API keys and redaction; backoff; the async batch runner; prompt files.
 """

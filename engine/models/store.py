@@ -1,4 +1,4 @@
-"""The ``models`` and ``runs`` rows of trained members (reads via ``project.db``, writes via the writer)."""
+"""The ``models`` rows of trained members (reads via ``project.db``, writes via the writer)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,9 @@ from typing import Any
 
 from engine.models.errors import ModelNotFoundError
 from engine.store import Project
-from engine.store.runs import finish_run, start_run  # re-exported: used by training and votes
 from engine.store.schema import now
 
-__all__ = ["ModelInfo", "delete_model", "find_model", "finish_run", "get_model", "list_models", "start_run"]
+__all__ = ["ModelInfo", "delete_model", "find_model", "get_model", "list_models"]
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,6 @@ from typing import Any
 
 import numpy as np
 
-from engine.errors import Cancelled
 from engine.models.checkpoint import TrainState, load_optimizer, load_weights, save_optimizer, save_weights
 from engine.models.config import EnsembleConfig, MemberSpec
 from engine.models.data import Example, TrainingData, training_data
@@ -41,13 +40,12 @@ from engine.models.store import (
     ModelInfo,
     delete_model_rows,
     find_model,
-    finish_run,
     get_model,
     insert_model,
-    start_run,
 )
 from engine.progress import CancelToken, ProgressFn, ensure_token, no_progress, scaled
 from engine.store import Project
+from engine.store.runs import recorded_run
 
 __all__ = ["EnsembleResult", "MemberResult", "member_folder", "train_ensemble", "train_member"]
 
@@ -131,25 +129,17 @@ def train_ensemble(
     EnsembleResult
     """
     cancel = ensure_token(cancel)
-    run_id = start_run(project, "train", dataset_id, {"ensemble": config.to_dict()})
     results: list[MemberResult] = []
     n = len(config.members)
-    try:
+    with recorded_run(project, "train", dataset_id, {"ensemble": config.to_dict()}) as run:
         for i, spec in enumerate(config.members):
             sub = scaled(progress, i / n, (i + 1) / n)
             results.append(
-                train_member(project, dataset_id, spec, overwrite=overwrite, progress=sub, cancel=cancel, run_id=run_id)
+                train_member(project, dataset_id, spec, overwrite=overwrite, progress=sub, cancel=cancel, run_id=run.id)
             )
-    except Cancelled:
-        finish_run(project, run_id, "cancelled", message="cancelled by the user")
-        raise
-    except BaseException as exc:
-        finish_run(project, run_id, "failed", message=str(exc))
-        raise
-    summary = {r.model.name: {"dev_accuracy": r.dev_accuracy, "skipped": r.skipped} for r in results}
-    finish_run(project, run_id, "done", result=summary)
+        run.result = {r.model.name: {"dev_accuracy": r.dev_accuracy, "skipped": r.skipped} for r in results}
     progress(1.0, "Ensemble trained")
-    return EnsembleResult(tuple(results), config.threshold, run_id)
+    return EnsembleResult(tuple(results), config.threshold, run.id)
 
 
 def train_member(

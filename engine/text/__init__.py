@@ -1,4 +1,8 @@
-"""Canonical word segmentation and sub-word token alignment (pure Python + numpy)."""
+"""Canonical word segmentation and sub-word token alignment (pure Python + numpy).
+
+Also here, imported on their own: :mod:`engine.text.sentences` (the one sentence splitter) and
+:mod:`engine.text.nlp` (the one spaCy pipeline, loaded lazily).
+"""
 
 from engine.text.align import Alignment, align_tokens, group_to_word_scores, token_to_word_scores
 from engine.text.words import KINDS, LEXICAL_KINDS, Word, lexical_words, normalize, segment, words_of

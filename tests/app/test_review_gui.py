@@ -17,7 +17,7 @@ from app.main_window import MainWindow  # noqa: E402
 from app.settings import Settings  # noqa: E402
 from engine.counterbias import candidate_rows, load_candidate  # noqa: E402
 from engine.errors import CounterbiasError  # noqa: E402
-from engine.triples import TripleEditError, load_triple_records, replace_triples  # noqa: E402
+from engine.counterbias.triple_store import TripleEditError, load_triple_records, replace_triples  # noqa: E402
 from tests.engine.counterbias.conftest import voted_project_template  # noqa: E402, F401
 from tests.engine.counterbias.scripted_llm import scripted_reply  # noqa: E402
 from tests.engine.llm.stub_server import StubServer  # noqa: E402

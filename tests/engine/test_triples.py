@@ -8,23 +8,16 @@ from pathlib import Path
 
 import pytest
 
+from engine.counterbias.triple_store import load_triples
+from engine.counterbias.triples import extract_triples
 from engine.errors import Cancelled
 from engine.io import import_file
 from engine.llm.base import ChatResult
 from engine.llm.config import LLMConfig
 from engine.llm.prompts import load_prompt
 from engine.llm.local_backend import LocalBackend
+from engine.llm.triple_format import MAX_TRIPLES_PER_ANSWER, Triple, is_grounded, parse_answer, parse_triples
 from engine.progress import CancelToken
-from engine.triples import (
-    MAX_TRIPLES_PER_ANSWER,
-    Triple,
-    extract_triples,
-    is_grounded,
-    load_triples,
-    parse_answer,
-    parse_triples,
-    split_sentences,
-)
 from tests.engine.llm.conftest import require_smollm2
 from tests.engine.llm.stub_server import StubServer
 
@@ -148,21 +141,6 @@ def test_fixture_set_covers_every_model_and_both_tasks():
     assert any("NLI" in c["source"] for c in cases) and any("sentiment" in c["source"] for c in cases)
 
 
-# ---------------------------------------------------------------------------- sentences
-
-
-def test_sentences_split_on_html_breaks_and_drop_empty_ones():
-    text = 'Great cast. Mr. Smith shines!<br /><br />"Awful," she said. 10/10'
-    assert split_sentences(text) == ["Great cast.", "Mr. Smith shines!", '"Awful," she said.']
-    assert split_sentences("") == [] and split_sentences("!!!") == []
-
-
-def test_regex_splitter_is_the_fallback(monkeypatch):
-    monkeypatch.setattr("engine.triples._spacy_pipeline", lambda: None)
-    assert split_sentences("I loved it. Dr. Who was great! Was it? Yes.<br>Next") == [
-        "I loved it.", "Dr. Who was great!", "Was it?", "Yes.", "Next"]
-
-
 # ---------------------------------------------------------------------------- the job
 
 _SENTENCE = re.compile(r"Sentence: (.*)")
@@ -260,7 +238,7 @@ def test_extract_stores_triples_records_failures_and_resumes(project, sentiment)
         broken = next(i for i in again.items if i.example_id == ids[3]).sentences[0]
         assert broken.raw == ["Sure! This sentence is about a film."] * 2
         # after MAX_RESAMPLES runs the sentence is no longer sent: its last answers come from the cache
-        from engine.triples import MAX_RESAMPLES
+        from engine.counterbias.triples import MAX_RESAMPLES
 
         for _ in range(MAX_RESAMPLES):
             extract_triples(project, dataset.id, None, stub_config(server))

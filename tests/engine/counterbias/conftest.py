@@ -31,7 +31,7 @@ SENTENCES = (
 
 def short_reviews(shared_data):
     """:data:`SENTENCES` with the label of the CAD dev review each comes from, as ``(text, label)``."""
-    from engine.triples import split_sentences
+    from engine.text.sentences import split_sentences
 
     with open(shared_data / "cad/sentiment/combined/dev.tsv", newline="", encoding="utf-8") as f:
         rows = list(csv.reader(f, delimiter="\t"))[1:]
