@@ -22,7 +22,8 @@ import numpy as np
 
 from engine.attribution.errors import MethodSettingsError
 from engine.attribution.lime import example_seed
-from engine.attribution.registry import AttributionMethod, MethodSettings, register_method
+from engine.attribution.method import AttributionMethod, MethodSettings
+from engine.attribution.registry import register_method
 
 __all__ = ["ShapleySettings", "ShapleyWords"]
 
