@@ -9,7 +9,15 @@ from __future__ import annotations
 import argparse
 import json
 
-from engine.cli.args import DATASET, LLM, PROJECT, SELECTION, csv_list, llm_config_from_args, selected_example_ids
+from engine.cli.args import (
+    DATASET,
+    LLM,
+    PROJECT,
+    SELECTION,
+    csv_list,
+    llm_config_from_args,
+    selected_example_ids,
+)
 from engine.cli.commands import command
 from engine.cli.progress import StderrProgress
 from engine.errors import EXIT_OK
