@@ -211,7 +211,7 @@ def _run_vote(args: argparse.Namespace, progress: StderrProgress, cancel: Cancel
 @command("models")
 def _add_models(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("models", help="list trained members (or available backbones) with their accuracy")
-    p.add_argument("project", type=Path, nargs="?")
+    p.add_argument("project", type=Path, nargs="?", help="project file (.cbproj); without it, list the backbones")
     p.add_argument("--backbones", action="store_true", help="list the backbone registry instead")
     p.set_defaults(run=_run_models)
 
