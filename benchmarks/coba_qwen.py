@@ -36,7 +36,7 @@ def main() -> int:
     args = parser.parse_args()
 
     from engine.attribution import VoteSettings, find_principal_words
-    from engine.cli import StderrProgress
+    from engine.cli.progress import StderrProgress
     from engine.counterbias import GenerateSettings, candidate_rows, generate_counterbias
     from engine.llm.config import LLMConfig
     from engine.models import list_models

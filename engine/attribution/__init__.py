@@ -18,15 +18,8 @@ from engine.attribution.errors import (
 from engine.attribution.ig import IGSettings
 from engine.attribution.jobs import AttributionRun, attribute_dataset, attribute_ensemble, settings_key_for
 from engine.attribution.lime import LimeSettings
-from engine.attribution.registry import (
-    AttributionMethod,
-    MethodSettings,
-    available_methods,
-    get_method,
-    register_method,
-    resolve_settings,
-    settings_key,
-)
+from engine.attribution.method import AttributionMethod, MethodSettings, settings_key
+from engine.attribution.registry import available_methods, get_method, register_method, resolve_settings
 from engine.attribution.shapley import ShapleySettings
 from engine.attribution.vote import (
     ExampleVote,

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from engine.attribution.errors import TargetLabelError
-from engine.attribution.registry import MethodSettings, get_method
+from engine.attribution.method import MethodSettings
+from engine.attribution.registry import get_method
 from engine.progress import CancelToken, ProgressFn, ensure_token, no_progress
 from engine.text import group_to_word_scores
 

@@ -32,7 +32,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from engine.attribution.errors import MethodSettingsError
-from engine.attribution.registry import AttributionMethod, MethodSettings, register_method
+from engine.attribution.method import AttributionMethod, MethodSettings
+from engine.attribution.registry import register_method
 
 __all__ = ["IGSettings", "IntegratedGradients"]
 

@@ -18,7 +18,8 @@ import numpy as np
 
 from engine.attribution.cache import cached_example_ids, write_attributions
 from engine.attribution.core import AttributionStats, ExampleInput, iter_attributions
-from engine.attribution.registry import MethodSettings, resolve_settings, settings_key
+from engine.attribution.method import MethodSettings, settings_key
+from engine.attribution.registry import resolve_settings
 from engine.models.data import example_texts
 from engine.models.store import ModelInfo, get_model
 from engine.progress import CancelToken, ProgressFn, ensure_token, no_progress, scaled

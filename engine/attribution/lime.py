@@ -22,7 +22,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from engine.attribution.errors import MethodSettingsError
-from engine.attribution.registry import AttributionMethod, MethodSettings, register_method
+from engine.attribution.method import AttributionMethod, MethodSettings
+from engine.attribution.registry import register_method
 from engine.attribution.sampling import per_example_scores
 
 __all__ = ["LimeSettings", "LimeText"]

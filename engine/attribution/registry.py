@@ -1,117 +1,55 @@
-"""String-keyed registry of word-attribution methods and their settings.
+"""String-keyed registry of word-attribution methods, and settings resolution by method name.
 
-A method is a class with a frozen :class:`MethodSettings` dataclass and a
-:meth:`AttributionMethod.group_scores` that, for an :class:`~engine.attribution.batch.EncodedBatch`,
-returns one score per word group of every example. Configurations store the method *name*
-and its settings as JSON; :func:`settings_key` is the stable hash used as the cache key.
+The built-in methods (``ig``, ``lime``, ``shapley``) are declared by module path and imported
+on first lookup; each registers its :class:`~engine.attribution.method.AttributionMethod`
+subclass with :func:`register_method`. The method interface itself lives in
+:mod:`engine.attribution.method`, so a method module imports this registry and never the
+other way round.
+
+Examples
+--------
+>>> from engine.attribution.registry import available_methods, resolve_settings
+>>> sorted(available_methods())
+['ig', 'lime', 'shapley']
+>>> resolve_settings("ig", {"n_steps": 20}).n_steps
+20
 """
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 from collections.abc import Callable, Mapping
-from typing import Any, ClassVar, TypeVar
+from typing import Any, TypeVar
 
 from engine.attribution.errors import MethodSettingsError, UnknownMethodError
+from engine.attribution.method import AttributionMethod, MethodSettings
+from engine.registry import Registry
 
-__all__ = [
-    "ALGORITHM_VERSION",
-    "AttributionMethod",
-    "MethodSettings",
-    "available_methods",
-    "get_method",
-    "register_method",
-    "resolve_settings",
-    "settings_key",
-]
+__all__ = ["METHODS", "available_methods", "get_method", "register_method", "resolve_settings"]
 
-#: Bumped when a change to the shared code (alignment, baseline) changes stored scores.
-ALGORITHM_VERSION = 1
-
-_REGISTRY: dict[str, type[AttributionMethod]] = {}
 M = TypeVar("M", bound="type[AttributionMethod]")
 
 
-@dataclasses.dataclass(frozen=True)
-class MethodSettings:
-    """Base of every method's settings.
-
-    Parameters
-    ----------
-    output
-        Explain the target's softmax probability (``"prob"``) or its logit (``"logit"``).
-    """
-
-    output: str = "prob"
-
-    #: Fields that only change speed or memory, not the scores; left out of the cache key.
-    PERFORMANCE_FIELDS: ClassVar[frozenset[str]] = frozenset()
-
-    def __post_init__(self) -> None:
-        if self.output not in ("prob", "logit"):
-            raise MethodSettingsError(f"Unknown output {self.output!r}.", "Use 'prob' or 'logit'.")
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-    def identity(self) -> dict[str, Any]:
-        """The settings that change the scores."""
-        return {k: v for k, v in self.to_dict().items() if k not in self.PERFORMANCE_FIELDS}
+def _set_name(name: str, cls: type[AttributionMethod]) -> None:
+    cls.name = name
 
 
-class AttributionMethod:
-    """A word-attribution method (see :mod:`engine.attribution.ig` for an example)."""
-
-    name: ClassVar[str] = ""
-    description: ClassVar[str] = ""
-    Settings: ClassVar[type[MethodSettings]] = MethodSettings
-    #: Whether the method returns IG-style convergence deltas.
-    has_delta: ClassVar[bool] = False
-
-    def group_scores(self, forward: Any, batch: Any, targets: Any, settings: Any, *, seed_ids: list[int]) -> tuple[list[Any], list[float] | None]:
-        """Scores per word group for every example of ``batch``.
-
-        Parameters
-        ----------
-        forward
-            :class:`~engine.attribution.forward.ClassifierForward`.
-        batch
-            :class:`~engine.attribution.batch.EncodedBatch`.
-        targets
-            ``(B,)`` long tensor of class indices to explain.
-        settings
-            An instance of :attr:`Settings`.
-        seed_ids
-            One integer per example (its id) for per-example random seeds.
-
-        Returns
-        -------
-        scores, deltas
-            ``scores[i]`` is a ``(batch.n_groups[i],)`` array; ``deltas`` (IG only) are the
-            completeness errors ``sum(attributions) - (f(x) - f(baseline))``.
-        """
-        raise NotImplementedError
+#: Every attribution method class by name.
+METHODS: Registry[type[AttributionMethod]] = Registry(
+    "attribution method",
+    UnknownMethodError,
+    builtins={
+        "ig": "engine.attribution.ig",
+        "lime": "engine.attribution.lime",
+        "shapley": "engine.attribution.shapley",
+    },
+    on_register=_set_name,
+)
 
 
 def register_method(name: str) -> Callable[[M], M]:
-    """Class decorator registering an :class:`AttributionMethod` under ``name``."""
-
-    def deco(cls: M) -> M:
-        if name in _REGISTRY and _REGISTRY[name] is not cls:
-            raise ValueError(f"attribution method {name!r} is already registered")
-        cls.name = name
-        _REGISTRY[name] = cls
-        return cls
-
-    return deco
-
-
-def _ensure_builtins() -> None:
-    import engine.attribution.ig  # noqa: F401
-    import engine.attribution.lime  # noqa: F401
-    import engine.attribution.shapley  # noqa: F401
+    """Class decorator registering an :class:`AttributionMethod` under ``name`` (sets ``cls.name``)."""
+    return METHODS.register(name)
 
 
 def get_method(name: str) -> AttributionMethod:
@@ -121,17 +59,13 @@ def get_method(name: str) -> AttributionMethod:
     ------
     UnknownMethodError
     """
-    _ensure_builtins()
-    try:
-        return _REGISTRY[name]()
-    except KeyError:
-        raise UnknownMethodError(f"No attribution method {name!r}.", f"Use one of: {', '.join(sorted(_REGISTRY))}.") from None
+    return METHODS.create(name)
 
 
 def available_methods() -> dict[str, str]:
-    """Registered method names and descriptions."""
-    _ensure_builtins()
-    return {n: _REGISTRY[n].description for n in sorted(_REGISTRY)}
+    """Registered method names and descriptions, sorted by name (imports the built-ins)."""
+    methods = METHODS.load_all()
+    return {n: methods[n].description for n in sorted(methods)}
 
 
 def resolve_settings(method: str, settings: MethodSettings | Mapping[str, Any] | None = None) -> MethodSettings:
@@ -139,10 +73,12 @@ def resolve_settings(method: str, settings: MethodSettings | Mapping[str, Any] |
 
     Raises
     ------
+    UnknownMethodError
+        No method is called ``method``.
     MethodSettingsError
         Unknown option names or values of the wrong kind.
     """
-    cls = get_method(method).Settings
+    cls = METHODS.get(method).Settings
     if settings is None:
         return cls()
     if isinstance(settings, cls):
@@ -157,20 +93,3 @@ def resolve_settings(method: str, settings: MethodSettings | Mapping[str, Any] |
         return cls(**dict(settings))
     except TypeError as exc:
         raise MethodSettingsError(f"Invalid {method} settings: {exc}.", "Check the option values.") from exc
-
-
-def settings_key(method: str, settings: MethodSettings, *, target: str, max_length: int) -> str:
-    """Stable 16-hex-digit hash of everything that determines stored scores.
-
-    Covers the method name, its score-changing settings, the target rule, the truncation
-    length and :data:`ALGORITHM_VERSION`; not batch sizes or other performance options.
-    """
-    payload = {
-        "v": ALGORITHM_VERSION,
-        "method": method,
-        "settings": settings.identity(),
-        "target": target,
-        "max_length": int(max_length),
-    }
-    raw = json.dumps(payload, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(raw.encode("utf-8")).hexdigest()[:16]

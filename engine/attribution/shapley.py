@@ -21,7 +21,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from engine.attribution.errors import MethodSettingsError
-from engine.attribution.registry import AttributionMethod, MethodSettings, register_method
+from engine.attribution.method import AttributionMethod, MethodSettings
+from engine.attribution.registry import register_method
 from engine.attribution.sampling import example_seed, per_example_scores
 
 __all__ = ["ShapleySettings", "ShapleyWords"]

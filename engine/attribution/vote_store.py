@@ -20,7 +20,8 @@ from typing import Any
 from engine.attribution.cache import load_attributions
 from engine.attribution.errors import MissingAttributionsError, VoteConfigError
 from engine.attribution.jobs import AttributionRun, attribute_ensemble
-from engine.attribution.registry import MethodSettings, resolve_settings, settings_key
+from engine.attribution.method import MethodSettings, settings_key
+from engine.attribution.registry import resolve_settings
 from engine.attribution.vote import ExampleVote, VoteSettings, VoteSummary, summarize_votes, vote_example
 from engine.attribution.wordlists import combine_wordlists
 from engine.models.store import get_model

@@ -18,8 +18,8 @@ server
     :func:`start_local_server` and ``serve-llm``: a bundled model over HTTP on loopback.
 triple_format
     The strict ``subject | predicate | object`` answer parser (used by :mod:`engine.counterbias.triples`).
-errors, keys, retry, batch, prompts
-    Named errors; API keys and redaction; backoff; the async batch runner; prompt files.
+errors, keys, batch, prompts
+    Named errors; API keys and redaction; the async batch runner; prompt files.
 """
 
 from engine.llm.base import ChatBackend, ChatRequest, ChatResult, Failure, Usage

@@ -39,12 +39,12 @@ class LLMConfig:
     timeout_s
         Seconds to wait for one answer.
     max_retries
-        Retries after a 429, a 5xx, a timeout, a dropped connection or a garbled answer.
+        Retries after a 408/409/429, a 5xx, a timeout, a dropped connection or a garbled
+        answer (the ``openai`` client's own retries; see :mod:`engine.llm.openai_backend`).
     params
         Default sampling parameters (see :func:`engine.llm.base.normalize_params`).
     options
-        Backend-specific settings (``local``: ``n_ctx``, ``n_threads``; ``openai``:
-        ``backoff_s``, ``backoff_max_s``, ``max_retry_after_s``).
+        Backend-specific settings (``local``: ``n_ctx``, ``n_threads``).
     """
 
     backend: str = "local"

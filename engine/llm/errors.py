@@ -15,8 +15,6 @@ class LLMError(CounterbiasError):
     code = "CB700"
     #: Whether sending the same request again later may succeed.
     retriable = False
-    #: Seconds the server asked us to wait before retrying (``Retry-After``), if any.
-    retry_after: float | None = None
 
 
 class EndpointUnreachableError(LLMError):

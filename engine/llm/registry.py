@@ -1,7 +1,8 @@
 """String-keyed registry of LLM backends (configs name a backend, never hold one).
 
-Built-in backends register themselves when their module is imported; the registry
-imports those modules on first lookup (their heavy dependencies stay lazy).
+A backend is a factory ``factory(config) -> ChatBackend`` (usually the backend class).
+The built-ins are declared by module path and imported on first lookup, so ``openai`` and
+``xllamacpp`` stay unimported until a backend is created.
 
 Examples
 --------
@@ -12,32 +13,33 @@ Examples
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 
 from engine.llm.base import ChatBackend
 from engine.llm.config import LLMConfig
 from engine.llm.errors import BackendNotFoundError
+from engine.registry import Registry
+
+__all__ = ["BACKENDS", "BackendFactory", "backend_names", "create_backend", "get_backend_factory", "register_backend"]
 
 BackendFactory = Callable[[LLMConfig], ChatBackend]
 
-_FACTORIES: dict[str, BackendFactory] = {}
-_BUILTIN_MODULES = {"openai": "engine.llm.openai_backend", "local": "engine.llm.local_backend"}
+#: Every LLM backend by name.
+BACKENDS: Registry[BackendFactory] = Registry(
+    "LLM backend",
+    BackendNotFoundError,
+    builtins={"openai": "engine.llm.openai_backend", "local": "engine.llm.local_backend"},
+)
 
 
 def register_backend(name: str) -> Callable[[BackendFactory], BackendFactory]:
     """Class decorator: make ``factory(config)`` available as backend ``name``."""
-
-    def decorate(factory: BackendFactory) -> BackendFactory:
-        _FACTORIES[name] = factory
-        return factory
-
-    return decorate
+    return BACKENDS.register(name)
 
 
 def backend_names() -> list[str]:
-    """Every registered backend name (built-ins included)."""
-    return sorted(set(_FACTORIES) | set(_BUILTIN_MODULES))
+    """Every registered backend name (built-ins included), sorted."""
+    return sorted(BACKENDS.names())
 
 
 def get_backend_factory(name: str) -> BackendFactory:
@@ -47,16 +49,9 @@ def get_backend_factory(name: str) -> BackendFactory:
     ------
     BackendNotFoundError
     """
-    if name not in _FACTORIES and name in _BUILTIN_MODULES:
-        importlib.import_module(_BUILTIN_MODULES[name])
-    try:
-        return _FACTORIES[name]
-    except KeyError:
-        raise BackendNotFoundError(
-            f"No LLM backend called {name!r}.", f"Use one of: {', '.join(backend_names())}."
-        ) from None
+    return BACKENDS.get(name)
 
 
 def create_backend(config: LLMConfig) -> ChatBackend:
     """Build the backend ``config`` names (nothing is sent or loaded yet)."""
-    return get_backend_factory(config.backend)(config)
+    return BACKENDS.create(config.backend, config)

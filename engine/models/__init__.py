@@ -27,7 +27,8 @@ from engine.models.errors import (
 )
 from engine.models.loading import LoadedMember, clear_cache, load_member
 from engine.models.predict import DatasetPredictions, predict, predict_dataset
-from engine.models.registry import Backbone, available_backbones, get_backbone, register_backbone
+from engine.models.backbone import Backbone
+from engine.models.registry import available_backbones, get_backbone, register_backbone
 from engine.models.store import ModelInfo, delete_model, get_model, list_models
 from engine.models.train import EnsembleResult, MemberResult, train_ensemble, train_member
 

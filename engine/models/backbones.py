@@ -26,7 +26,9 @@ from typing import Any
 
 from engine.models.cache import cached_entry
 from engine.models.errors import BackboneUnavailableError, UnsafeWeightsError, require
-from engine.models.registry import Backbone, quiet_transformers, register_backbone
+from engine.models.backbone import Backbone
+from engine.models.hf import quiet_transformers
+from engine.models.registry import TINY_ARCHS, register_backbone
 
 #: Tokenizer files copied from the MiniLM-L6 package (copy, never rebuild: see MODELS.md).
 TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "tokenizer_config.json", "special_tokens_map.json")
@@ -232,8 +234,6 @@ class _Tiny(Backbone):
         with quiet_transformers():
             return AutoModelForSequenceClassification.from_config(config)
 
-
-TINY_ARCHS = ("distilbert", "roberta", "deberta-v2", "electra", "albert", "mpnet")
 
 for _arch in TINY_ARCHS:
     register_backbone(f"tiny-{_arch}")(

@@ -68,7 +68,7 @@ def load_member(project: Project, name: str | int, *, device: str = "auto") -> L
     from transformers import AutoModelForSequenceClassification
 
     from engine.models.device import resolve_device
-    from engine.models.registry import load_fast_tokenizer, quiet_transformers
+    from engine.models.hf import load_fast_tokenizer, quiet_transformers
 
     if not (info.folder / "config.json").is_file():
         raise ModelNotFoundError(

@@ -388,7 +388,7 @@ class _Trainer:
         """Keep the best epoch as the member's final safetensors weights."""
         if (self.ckpt / BEST).is_file():
             load_weights(self.model, self.ckpt / BEST)
-        from engine.models.registry import quiet_transformers
+        from engine.models.hf import quiet_transformers
 
         with quiet_transformers():
             self.model.save_pretrained(str(self.folder))

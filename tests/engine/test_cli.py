@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
+
+import pytest
 
 from engine.cli import main
 
@@ -54,6 +57,38 @@ def test_module_entry_point_help_and_exit_codes(tmp_path):
     assert "exit codes" in done.stdout
     bad = subprocess.run([sys.executable, "-m", "engine", "nonsense"], capture_output=True, text=True, env=env)
     assert bad.returncode == 2
+
+
+EVERY_VERB = ("init", "import", "info", "export", "demo", "stats", "zfilter", "train", "attribute", "vote", "models",
+              "serve-llm", "triples", "generate", "candidates", "decide", "augment")
+
+
+def test_help_lists_every_verb_and_every_verb_has_help(tmp_path, capsys):
+    from engine.cli.commands import COMMANDS
+
+    assert COMMANDS.names() == list(EVERY_VERB)
+    env = {**os.environ, "COUNTERBIAS_HOME": str(tmp_path), "COLUMNS": "120"}
+    done = subprocess.run([sys.executable, "-m", "engine", "--help"], capture_output=True, text=True, env=env)
+    assert done.returncode == 0
+    listed = re.findall(r"^ {4}(\S+)", done.stdout, re.M)
+    assert listed == list(EVERY_VERB)
+    for verb in EVERY_VERB:
+        with pytest.raises(SystemExit) as info:
+            main([verb, "--help"])
+        assert info.value.code == 0
+        assert capsys.readouterr().out.startswith(f"usage: counterbias {verb} ")
+
+
+def test_shared_arguments_parse_alike_in_every_verb():
+    from engine.cli import build_parser
+
+    parser = build_parser()
+    for verb in ("attribute", "vote", "triples", "generate"):
+        args = parser.parse_args([verb, "p.cbproj", "reviews", "--split", "train", "--split", "dev", "--limit", "7"])
+        assert (str(args.project), args.dataset, args.split, args.limit) == ("p.cbproj", "reviews", ["train", "dev"], 7)
+    for verb in ("triples", "generate"):
+        args = parser.parse_args([verb, "p.cbproj", "reviews", "--backend", "openai", "--max-tokens", "9"])
+        assert (args.backend, args.max_tokens, args.concurrency) == ("openai", 9, 8)
 
 
 def test_demo_project(tmp_path, capsys):

@@ -184,8 +184,7 @@ def sentiment(project, tmp_path):
 
 
 def stub_config(server: StubServer, **kwargs) -> LLMConfig:
-    return LLMConfig(backend="openai", model="stub", base_url=server.base_url, max_retries=1,
-                     options={"backoff_s": 0.01}, **kwargs)
+    return LLMConfig(backend="openai", model="stub", base_url=server.base_url, max_retries=1, **kwargs)
 
 
 def test_extract_stores_triples_records_failures_and_resumes(project, sentiment):

@@ -37,7 +37,7 @@ def test_faults_are_recorded_per_item_and_retried(voted_project, stub):
     project = voted_project
     dataset = project.dataset("reviews")
     config = LLMConfig(backend="openai", model="stub", base_url=server.base_url, timeout_s=0.5, max_retries=0,
-                       concurrency=4, options={"backoff_s": 0.01, "backoff_max_s": 0.02})
+                       concurrency=4)
     settings = GenerateSettings(drop_prob=0.0)
 
     first = generate_counterbias(project, dataset.id, None, config, settings=settings, judge=())

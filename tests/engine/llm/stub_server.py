@@ -57,6 +57,8 @@ class StubServer:
         Delay of the ``"slow"`` behaviour.
     retry_after
         Value of the ``Retry-After`` header of ``"429"``.
+    retry_after_header
+        Name of that header (e.g. ``"retry-after-ms"``).
     reply
         ``reply(body) -> text`` of a successful answer.
     """
@@ -68,6 +70,7 @@ class StubServer:
         latency: float = 0.0,
         slow_s: float = 2.0,
         retry_after: str = "0.2",
+        retry_after_header: str = "Retry-After",
         reply: Callable[[dict[str, Any]], str] = default_reply,
         port: int = 0,
     ) -> None:
@@ -75,6 +78,7 @@ class StubServer:
         self.latency = latency
         self.slow_s = slow_s
         self.retry_after = retry_after
+        self.retry_after_header = retry_after_header
         self.reply = reply
         self.port = port
         self.count = 0
@@ -181,7 +185,7 @@ class StubServer:
             await self._send(writer, int(behaviour), json.dumps({"error": {"message": "injected server error"}}))
         elif behaviour == "429":
             await self._send(writer, 429, json.dumps({"error": {"message": "slow down"}}),
-                             extra={"Retry-After": self.retry_after})
+                             extra={self.retry_after_header: self.retry_after})
         elif behaviour == "401":
             auth = headers.get("authorization", "")
             await self._send(writer, 401, json.dumps({"error": {"message": f"invalid key in header {auth!r}"}}))

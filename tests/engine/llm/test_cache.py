@@ -19,7 +19,6 @@ from tests.engine.llm.conftest import item_number
 
 
 def client_for(server, project, **kwargs) -> CachedClient:
-    kwargs.setdefault("options", {"backoff_s": 0.01, "backoff_max_s": 0.02})
     cfg = LLMConfig(backend="openai", model="stub", base_url=server.base_url, **kwargs)
     return CachedClient(create_backend(cfg), project)
 

@@ -6,6 +6,8 @@ import logging
 import socket
 import threading
 import time
+from datetime import datetime, timedelta, timezone
+from email.utils import format_datetime
 
 import pytest
 
@@ -25,11 +27,7 @@ from engine.llm.registry import create_backend
 from engine.progress import CancelToken
 from tests.engine.llm.conftest import SMOL, item_number, require_smollm2
 
-FAST = {"backoff_s": 0.01, "backoff_max_s": 0.05}
-
-
 def openai_config(base_url: str, **kwargs) -> LLMConfig:
-    kwargs.setdefault("options", FAST)
     return LLMConfig(backend="openai", model=kwargs.pop("model", "stub"), base_url=base_url, **kwargs)
 
 
@@ -122,12 +120,59 @@ def test_retry_after_is_waited_for(stub):
     assert time.perf_counter() - started < 5
 
 
-def test_openai_client_retries_are_off(stub):
+def test_max_retries_zero_sends_once(stub):
     server = stub(lambda body, attempt: "500")
     backend = create_backend(openai_config(server.base_url, max_retries=0))
     with pytest.raises(ServerError):
         backend.chat([{"role": "user", "content": "item 1"}])
     assert server.count == 1
+
+
+def test_retry_after_in_milliseconds_and_as_a_date_is_waited_for(stub):
+    server = stub(lambda body, attempt: "429" if attempt == 1 else "ok", retry_after="700",
+                  retry_after_header="retry-after-ms")
+    assert isinstance(create_backend(openai_config(server.base_url, max_retries=1)).chat_many(items(1))[0], ChatResult)
+    assert server.times[1] - server.times[0] >= 0.7
+    when = format_datetime(datetime.now(timezone.utc) + timedelta(seconds=2), usegmt=True)
+    server = stub(lambda body, attempt: "429" if attempt == 1 else "ok", retry_after=when)
+    assert isinstance(create_backend(openai_config(server.base_url, max_retries=1)).chat_many(items(1))[0], ChatResult)
+    assert 0.9 <= server.times[1] - server.times[0] < 3  # an HTTP date has whole seconds
+
+
+def test_a_retry_after_beyond_two_minutes_fails_at_once_as_retriable(stub):
+    server = stub(lambda body, attempt: "429", retry_after="600")
+    started = time.perf_counter()
+    [failure] = create_backend(openai_config(server.base_url, max_retries=3)).chat_many(items(1))
+    assert failure.error == "RateLimitedError" and failure.retriable and failure.attempts == 1
+    assert server.count == 1 and time.perf_counter() - started < 2
+
+
+def test_backoff_grows_between_retries_without_retry_after(stub):
+    server = stub(lambda body, attempt: "500", retry_after="0")
+    [failure] = create_backend(openai_config(server.base_url, max_retries=2)).chat_many(items(1))
+    assert failure.error == "ServerError" and failure.attempts == 3 and server.count == 3
+    first, second = (b - a for a, b in zip(server.times, server.times[1:]))
+    assert 0.3 <= first < second < 2.5  # about 0.5 s, then about 1 s, each with jitter
+
+
+def test_auth_and_other_client_errors_are_not_retried(stub):
+    server = stub(lambda body, attempt: "401" if item_number(body) == 0 else "404")
+    backend = create_backend(openai_config(server.base_url, max_retries=4))
+    started = time.perf_counter()
+    with pytest.raises(LLMAuthError):
+        backend.chat([{"role": "user", "content": "item 0"}])
+    with pytest.raises(ModelNotFoundError):
+        backend.chat([{"role": "user", "content": "item 1"}])
+    assert server.count == 2 and time.perf_counter() - started < 2
+
+
+def test_garbled_answers_share_the_retry_budget_with_the_clients_retries(stub):
+    plans = {0: ["500", "garbage", "ok"], 1: ["500", "garbage", "bad_json", "ok"], 2: ["garbage", "503", "ok"]}
+    server = stub(lambda body, attempt: plans[item_number(body)][attempt - 1], retry_after="0.05")
+    out = create_backend(openai_config(server.base_url, max_retries=2)).chat_many(items(3))
+    assert isinstance(out[0], ChatResult) and isinstance(out[2], ChatResult)
+    assert isinstance(out[1], Failure) and out[1].error == "BadResponseError" and out[1].attempts == 3
+    assert server.count == 9  # 1 + max_retries requests per item, never more
 
 
 def test_unreachable_endpoint_is_named(unused_port):

@@ -14,7 +14,7 @@ from engine.models import (
     register_backbone,
 )
 from engine.models.backbones import TINY_ARCHS
-from engine.models.registry import Backbone
+from engine.models.backbone import Backbone
 
 
 def test_builtin_names_are_registered() -> None:

@@ -1,88 +1,22 @@
-"""Headless command line: every step the GUI runs, for scripts and large datasets.
-
-Run ``python -m engine --help`` (or the ``counterbias`` console script).
-
-Exit codes
-----------
-0  success
-1  internal error (a bug: please report it with the traceback)
-2  usage error (bad arguments)
-3  the input or project is not usable; the message says what to do
-130 cancelled (Ctrl+C)
-"""
+"""CLI verbs for projects and data: ``init``, ``import``, ``info``, ``export`` and ``demo``."""
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
-import time
-from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
-from engine import __version__
-from engine.errors import (
-    EXIT_CANCELLED,
-    EXIT_INTERNAL_ERROR,
-    EXIT_OK,
-    EXIT_USER_ERROR,
-    Cancelled,
-    CounterbiasError,
-)
+from engine.cli.args import DATASET, JSON, PROJECT
+from engine.cli.commands import command
+from engine.cli.progress import StderrProgress
+from engine.errors import EXIT_OK
 from engine.progress import CancelToken
-
-EPILOG = """exit codes: 0 success, 1 internal error, 2 usage error, 3 unusable input or project
-(the message says what to do), 130 cancelled.  Progress goes to stderr, results to stdout."""
-
-#: Sub-command registry: later steps (stats, train, generate, ...) add themselves here.
-COMMANDS: dict[str, Callable[[argparse._SubParsersAction], None]] = {}
-#: Modules whose import registers more sub-commands (their heavy imports stay inside the commands).
-COMMAND_MODULES = ("engine.cli_stats", "engine.cli_models", "engine.cli_llm", "engine.cli_generate")
-
-
-def command(name: str) -> Callable[[Callable[[argparse._SubParsersAction], None]], Callable]:
-    """Register a function that adds sub-command ``name`` to the parser."""
-
-    def register(fn: Callable[[argparse._SubParsersAction], None]) -> Callable:
-        COMMANDS[name] = fn
-        return fn
-
-    return register
-
-
-class StderrProgress:
-    """A ``progress(fraction, message)`` callback printing a throttled line to stderr."""
-
-    def __init__(self, stream: TextIO | None = None, *, quiet: bool = False, interval: float = 0.5) -> None:
-        self.stream = stream or sys.stderr
-        self.quiet = quiet
-        self.interval = interval
-        self._last = 0.0
-        self._tty = self.stream.isatty()
-
-    def __call__(self, fraction: float, message: str = "") -> None:
-        if self.quiet:
-            return
-        t = time.monotonic()
-        if fraction < 1.0 and t - self._last < self.interval:
-            return
-        self._last = t
-        line = f"[{fraction * 100:5.1f}%] {message}"
-        if self._tty:
-            self.stream.write("\r" + line.ljust(79)[:79] + ("\n" if fraction >= 1.0 else ""))
-        else:
-            self.stream.write(line + "\n")
-        self.stream.flush()
-
-
-# ---------------------------------------------------------------------------- commands
 
 
 @command("init")
 def _add_init(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("init", help="create a new, empty project file")
-    p.add_argument("project", type=Path, help="project file to create (.cbproj)")
+    p = sub.add_parser("init", parents=[PROJECT], help="create a new, empty project file")
     p.set_defaults(run=_run_init)
 
 
@@ -99,12 +33,12 @@ def _run_init(args: argparse.Namespace, progress: StderrProgress, cancel: Cancel
 def _add_import(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "import",
+        parents=[PROJECT],
         help="import a CSV/TSV/JSONL file (optionally .gz) as a dataset",
         description="Import a labelled text file. Columns are detected from common names "
         "(text/sentence/review, premise/hypothesis/sentence1/sentence2, label/sentiment/gold_label, "
         "id, split) unless given. The import is one transaction: on any error nothing is written.",
     )
-    p.add_argument("project", type=Path)
     p.add_argument("file", type=Path)
     p.add_argument("--name", help="dataset name (default: folder/file name)")
     p.add_argument("--append-to", metavar="DATASET", help="add the rows to this existing dataset (id or name)")
@@ -183,9 +117,7 @@ def _run_import(args: argparse.Namespace, progress: StderrProgress, cancel: Canc
 
 @command("info")
 def _add_info(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("info", help="show a project's datasets, labels and table sizes")
-    p.add_argument("project", type=Path)
-    p.add_argument("--json", action="store_true", help="print JSON")
+    p = sub.add_parser("info", parents=[PROJECT, JSON], help="show a project's datasets, labels and table sizes")
     p.set_defaults(run=_run_info)
 
 
@@ -227,9 +159,8 @@ def _run_info(args: argparse.Namespace, progress: StderrProgress, cancel: Cancel
 
 @command("export")
 def _add_export(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("export", help="write a dataset version as CSV or JSONL with provenance columns")
-    p.add_argument("project", type=Path)
-    p.add_argument("dataset", help="dataset id or name")
+    p = sub.add_parser("export", parents=[DATASET],
+                       help="write a dataset version as CSV or JSONL with provenance columns")
     p.add_argument("out", type=Path, help="output .csv or .jsonl")
     p.add_argument("--format", choices=["csv", "jsonl"], help="default: from the extension")
     p.add_argument("--no-bom", action="store_true", help="no UTF-8 byte-order mark at the start of a CSV")
@@ -262,51 +193,3 @@ def _run_demo(args: argparse.Namespace, progress: StderrProgress, cancel: Cancel
     path = ensure_demo_project(args.project, progress=progress, cancel=cancel)
     print(path)
     return EXIT_OK
-
-
-# ---------------------------------------------------------------------------- entry point
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """The full argument parser (all registered sub-commands)."""
-    parser = argparse.ArgumentParser(
-        prog="counterbias",
-        description="Counterbias Studio, headless: projects, import/export and every analysis step.",
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    parser.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    import importlib
-
-    for module in COMMAND_MODULES:
-        importlib.import_module(module)
-    for add in COMMANDS.values():
-        add(sub)
-    return parser
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI and return its exit code."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    progress = StderrProgress(quiet=args.quiet)
-    cancel = CancelToken()
-    try:
-        return int(args.run(args, progress, cancel))
-    except CounterbiasError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_USER_ERROR
-    except (Cancelled, KeyboardInterrupt):
-        print("cancelled", file=sys.stderr)
-        return EXIT_CANCELLED
-    except Exception:  # a bug: show everything
-        import traceback
-
-        traceback.print_exc()
-        return EXIT_INTERNAL_ERROR
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

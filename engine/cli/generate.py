@@ -1,17 +1,25 @@
-"""CLI steps of CoBA generation: ``generate``, ``candidates``, ``decide`` and ``augment``.
+"""CLI verbs of CoBA generation: ``generate``, ``candidates``, ``decide`` and ``augment``.
 
-Registered into :mod:`engine.cli`. ``generate`` runs whole datasets against any
-OpenAI-compatible endpoint (e.g. vLLM on a GPU server) and resumes where it stopped.
+``generate`` runs whole datasets against any OpenAI-compatible endpoint (e.g. vLLM on a GPU
+server) and resumes where it stopped.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
-from engine.cli import StderrProgress, command
-from engine.cli_llm import add_llm_arguments, llm_config_from_args
+from engine.cli.args import (
+    DATASET,
+    LLM,
+    PROJECT,
+    SELECTION,
+    csv_list,
+    llm_config_from_args,
+    selected_example_ids,
+)
+from engine.cli.commands import command
+from engine.cli.progress import StderrProgress
 from engine.errors import EXIT_OK
 from engine.progress import CancelToken
 
@@ -20,14 +28,11 @@ from engine.progress import CancelToken
 def _add_generate(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "generate",
+        parents=[DATASET, SELECTION, LLM],
         help="CoBA counterbias candidates: triples, targeted rewrite, reconstruction, ensemble judge",
         description="Needs a vote (principal/spurious words) on the dataset. Each example gets N candidates per "
         "target label; every step is stored; failures are recorded per candidate and retried by the next run.",
     )
-    p.add_argument("project", type=Path)
-    p.add_argument("dataset", help="dataset id or name")
-    p.add_argument("--limit", type=int, help="only the first N examples")
-    p.add_argument("--split", help="only examples of this split")
     p.add_argument("--targets", default="other", help="other (default), each, or comma-separated label names")
     p.add_argument("--samples", type=int, default=1, help="candidates per example and target (default 1)")
     p.add_argument("--drop-prob", type=float, default=0.1, help="chance to drop each normal triple (default 0.1)")
@@ -36,27 +41,24 @@ def _add_generate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--fields", help="fields to edit (default: text, or hypothesis for pairs)")
     p.add_argument("--judge", help="comma-separated judge members (default: the vote's members; 'none')")
     p.add_argument("--vote-set", type=int, help="vote set id (default: the newest vote per example)")
-    add_llm_arguments(p)
     p.set_defaults(run=_run_generate)
 
 
 def _run_generate(args: argparse.Namespace, progress: StderrProgress, cancel: CancelToken) -> int:
     from engine.counterbias import GenerateSettings, candidate_rows, flip_rates, generate_counterbias
-    from engine.store import ExampleQuery, Project
+    from engine.store import Project
 
     config = llm_config_from_args(args)
     settings = GenerateSettings(
         targets=args.targets, samples=args.samples, temperature=args.temperature, seed=args.seed,
         max_tokens=args.max_tokens, shuffle=not args.no_shuffle, drop_prob=args.drop_prob,
         swap_gender=not args.no_gender_swap,
-        fields=tuple(f.strip() for f in args.fields.split(",")) if args.fields else None,
+        fields=tuple(csv_list(args.fields)) if args.fields else None,
     )
-    judge = None if args.judge is None else ([] if args.judge == "none" else [j.strip() for j in args.judge.split(",")])
+    judge = None if args.judge is None else ([] if args.judge == "none" else csv_list(args.judge))
     with Project.open(args.project) as project:
         dataset = project.dataset(args.dataset)
-        ids = [int(i) for i in project.example_ids(ExampleQuery(dataset.id, splits=(args.split,) if args.split else None))]
-        if args.limit is not None:
-            ids = ids[: args.limit]
+        ids = selected_example_ids(project, dataset, args)
         result = generate_counterbias(project, dataset.id, ids, config, settings=settings, vote_set_id=args.vote_set,
                                       judge=judge, progress=progress, cancel=cancel)
         rows = candidate_rows(project, example_ids=ids)
@@ -72,9 +74,8 @@ def _run_generate(args: argparse.Namespace, progress: StderrProgress, cancel: Ca
 
 @command("candidates")
 def _add_candidates(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("candidates", help="list counterbias candidates (JSONL) with their scores and status")
-    p.add_argument("project", type=Path)
-    p.add_argument("dataset", help="dataset id or name")
+    p = sub.add_parser("candidates", parents=[DATASET],
+                       help="list counterbias candidates (JSONL) with their scores and status")
     p.add_argument("--status", action="append", help="only this status (repeatable): proposed, accepted, rejected, failed")
     p.add_argument("--steps", action="store_true", help="include every intermediate step (triples, rewrites, raw answers)")
     p.set_defaults(run=_run_candidates)
@@ -95,8 +96,8 @@ def _run_candidates(args: argparse.Namespace, progress: StderrProgress, cancel: 
 
 @command("decide")
 def _add_decide(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("decide", help="accept or reject candidates by id, or accept every passing one")
-    p.add_argument("project", type=Path)
+    p = sub.add_parser("decide", parents=[PROJECT],
+                       help="accept or reject candidates by id, or accept every passing one")
     p.add_argument("decision", choices=("accept", "reject", "reset"))
     p.add_argument("ids", nargs="*", type=int, help="candidate ids")
     p.add_argument("--passing", metavar="DATASET",
@@ -123,9 +124,8 @@ def _run_decide(args: argparse.Namespace, progress: StderrProgress, cancel: Canc
 
 @command("augment")
 def _add_augment(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("augment", help="build the augmented dataset: originals plus accepted candidates (then 'export')")
-    p.add_argument("project", type=Path)
-    p.add_argument("dataset", help="dataset id or name")
+    p = sub.add_parser("augment", parents=[DATASET],
+                       help="build the augmented dataset: originals plus accepted candidates (then 'export')")
     p.add_argument("--name", help="name of the new version (default '<dataset>+counterbias')")
     p.set_defaults(run=_run_augment)
 
@@ -135,6 +135,7 @@ def _run_augment(args: argparse.Namespace, progress: StderrProgress, cancel: Can
     from engine.store import Project
 
     with Project.open(args.project) as project:
-        result = build_augmented_dataset(project, project.dataset(args.dataset).id, args.name)
+        result = build_augmented_dataset(project, project.dataset(args.dataset).id, args.name,
+                                         progress=progress, cancel=cancel)
     print(json.dumps({"dataset": result.dataset.name, "original": result.original, "added": result.added}))
     return EXIT_OK

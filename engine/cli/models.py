@@ -1,8 +1,7 @@
-"""CLI steps for the classifier ensemble: ``train``, ``attribute``, ``vote`` and ``models``.
+"""CLI verbs for the classifier ensemble: ``train``, ``attribute``, ``vote`` and ``models``.
 
-Registered into :mod:`engine.cli`. Every step calls the same engine functions as the GUI and
-resumes where it stopped: trained members are reused (``--overwrite`` retrains), attributions
-and votes are cached in the project.
+Every step calls the same engine functions as the GUI and resumes where it stopped: trained
+members are reused (``--overwrite`` retrains), attributions and votes are cached in the project.
 """
 
 from __future__ import annotations
@@ -12,26 +11,18 @@ import json
 from pathlib import Path
 from typing import Any
 
-from engine.cli import StderrProgress, command
-from engine.errors import EXIT_OK, CounterbiasError
+from engine.cli.args import DATASET, SELECTION, csv_list, selected_example_ids
+from engine.cli.commands import CliUsageError, command
+from engine.cli.progress import StderrProgress
+from engine.errors import EXIT_OK
 from engine.progress import CancelToken
-
-
-class CliUsageError(CounterbiasError):
-    """A combination of command-line options that cannot work."""
-
-    code = "CB090"
-
-
-def _csv(value: str) -> list[str]:
-    return [v.strip() for v in value.split(",") if v.strip()]
 
 
 def _method_settings(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
     """``--methods ig,lime`` plus per-method options into ``{method: settings}``."""
     from engine.attribution import available_methods
 
-    methods = _csv(args.methods)
+    methods = csv_list(args.methods)
     unknown = [m for m in methods if m not in available_methods()]
     if unknown or not methods:
         raise CliUsageError(f"Unknown attribution methods {unknown or methods}.",
@@ -46,7 +37,7 @@ def _members(project, dataset, names: str | None) -> list[str]:
     from engine.models import list_models
 
     if names:
-        return _csv(names)
+        return csv_list(names)
     ids = {dataset.id, dataset.parent_id}
     found = [m.name for m in list_models(project) if m.dataset_id in ids and m.params.get("spec", {}).get("inputs", "auto") == "auto"]
     if not found:
@@ -55,24 +46,20 @@ def _members(project, dataset, names: str | None) -> list[str]:
     return found
 
 
-def _add_attribution_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--members", help="comma-separated member names (default: every member trained on the dataset)")
-    p.add_argument("--methods", default="ig", help="comma-separated: ig, lime, shapley (default: ig)")
-    p.add_argument("--ig-steps", type=int, help="Integrated Gradients steps (default 50)")
-    p.add_argument("--lime-samples", type=int, help="LIME perturbation samples")
-    p.add_argument("--shapley-samples", type=int, help="Shapley value sampling permutations")
-    p.add_argument("--target", default="predicted", help="class explained: predicted (default), label, or a label name")
-    p.add_argument("--split", action="append", help="only this split (repeatable)")
-    p.add_argument("--limit", type=int, help="only the first N examples (in dataset order)")
+#: Members, methods and their options, the explained class, and the examples (``attribute``, ``vote``).
+ATTRIBUTION = argparse.ArgumentParser(add_help=False, parents=[SELECTION])
+ATTRIBUTION.add_argument("--members", help="comma-separated member names (default: every member trained on the dataset)")
+ATTRIBUTION.add_argument("--methods", default="ig", help="comma-separated: ig, lime, shapley (default: ig)")
+ATTRIBUTION.add_argument("--ig-steps", type=int, help="Integrated Gradients steps (default 50)")
+ATTRIBUTION.add_argument("--lime-samples", type=int, help="LIME perturbation samples")
+ATTRIBUTION.add_argument("--shapley-samples", type=int, help="Shapley value sampling permutations")
+ATTRIBUTION.add_argument("--target", default="predicted",
+                         help="class explained: predicted (default), label, or a label name")
 
 
 def _example_ids(project, dataset, args: argparse.Namespace) -> list[int] | None:
-    from engine.store import ExampleQuery
-
-    if args.limit is None:
-        return None
-    ids = project.example_ids(ExampleQuery(dataset.id, splits=tuple(args.split) if args.split else None))
-    return [int(i) for i in ids[: args.limit]]
+    """``--limit``'s examples; ``None`` (every example of the ``--split`` splits) without it."""
+    return None if args.limit is None else selected_example_ids(project, dataset, args)
 
 
 # --------------------------------------------------------------------------- train
@@ -80,12 +67,11 @@ def _example_ids(project, dataset, args: argparse.Namespace) -> list[int] | None
 def _add_train(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "train",
+        parents=[DATASET],
         help="fine-tune the classifier ensemble (resumes; trained members are reused)",
         description="Train one member per backbone on the dataset's train split; model selection on its dev "
         "split or a held-out fraction. Weights are saved as safetensors in the project folder.",
     )
-    p.add_argument("project", type=Path)
-    p.add_argument("dataset", help="dataset id or name")
     p.add_argument("--backbones", default="minilm-l6,minilm-l3,mpnet-base",
                    help="comma-separated backbone names (see 'counterbias models --backbones')")
     p.add_argument("--local-model", action="append", default=[], metavar="DIR",
@@ -121,7 +107,7 @@ def _run_train(args: argparse.Namespace, progress: StderrProgress, cancel: Cance
     with Project.open(args.project) as project:
         dataset = project.dataset(args.dataset)
         prefix = args.prefix if args.prefix is not None else f"{dataset.name}:"
-        config = default_ensemble(prefix, backbones=_csv(args.backbones), preset=args.preset, **overrides)
+        config = default_ensemble(prefix, backbones=csv_list(args.backbones), preset=args.preset, **overrides)
         members = list(config.members)
         for folder in args.local_model:
             name = f"{prefix}{Path(folder).name}"
@@ -136,7 +122,7 @@ def _run_train(args: argparse.Namespace, progress: StderrProgress, cancel: Cance
         trained = list(result.members)
         if args.hypothesis_only:
             # Not a voter: its predictions become the hyp_only_pred statistics feature.
-            spec = hypothesis_only_member(f"{prefix}hypothesis-only", _csv(args.backbones)[0], preset=args.preset,
+            spec = hypothesis_only_member(f"{prefix}hypothesis-only", csv_list(args.backbones)[0], preset=args.preset,
                                           **overrides)
             trained.append(train_member(project, dataset.id, spec, overwrite=args.overwrite,
                                         progress=scaled(progress, share, 1), cancel=cancel))
@@ -154,13 +140,11 @@ def _run_train(args: argparse.Namespace, progress: StderrProgress, cancel: Cance
 def _add_attribute(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "attribute",
+        parents=[DATASET, ATTRIBUTION],
         help="word importance (IG, LIME, Shapley) per member, cached in the project",
         description="Scores every word of the canonical segmentation for the explained class. "
         "Cached per (member, method, settings, example): a rerun computes only what is missing.",
     )
-    p.add_argument("project", type=Path)
-    p.add_argument("dataset", help="dataset id or name")
-    _add_attribution_args(p)
     p.set_defaults(run=_run_attribute)
 
 
@@ -184,14 +168,12 @@ def _run_attribute(args: argparse.Namespace, progress: StderrProgress, cancel: C
 def _add_vote(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "vote",
+        parents=[DATASET, ATTRIBUTION],
         help="majority vote into principal and spurious words (attributes what is missing)",
         description="Top-K words per member and method; a member votes for a word its methods agree on "
         "(--combine); a word with at least (|M|+1)/2 votes is principal, other voted words are spurious. "
         "Words of the chosen lists join the spurious words.",
     )
-    p.add_argument("project", type=Path)
-    p.add_argument("dataset", help="dataset id or name")
-    _add_attribution_args(p)
     p.add_argument("-k", type=int, default=5, help="top-K words per member and method (default 5)")
     p.add_argument("--combine", default="majority", help="how a member's methods combine: any, majority, all")
     p.add_argument("--wordlist", action="append", default=[], help="bundled list joining W_s, e.g. gender (repeatable)")
@@ -229,7 +211,7 @@ def _run_vote(args: argparse.Namespace, progress: StderrProgress, cancel: Cancel
 @command("models")
 def _add_models(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("models", help="list trained members (or available backbones) with their accuracy")
-    p.add_argument("project", type=Path, nargs="?")
+    p.add_argument("project", type=Path, nargs="?", help="project file (.cbproj); without it, list the backbones")
     p.add_argument("--backbones", action="store_true", help="list the backbone registry instead")
     p.set_defaults(run=_run_models)
 

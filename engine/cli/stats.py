@@ -1,4 +1,4 @@
-"""CLI steps for bias statistics: ``stats`` and ``zfilter`` (registered into :mod:`engine.cli`)."""
+"""CLI verbs for bias statistics: ``stats`` and ``zfilter``."""
 
 from __future__ import annotations
 
@@ -6,25 +6,28 @@ import argparse
 import json
 from pathlib import Path
 
-from engine.cli import StderrProgress, command
+from engine.cli.args import DATASET, csv_list
+from engine.cli.commands import CliUsageError, command
+from engine.cli.progress import StderrProgress
 from engine.errors import EXIT_OK
 from engine.progress import CancelToken
 
 FAMILIES = ("unigrams", "bigrams", "length", "length_ratio", "overlap", "null")
 
 
-def _add_feature_args(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("features")
-    g.add_argument("--features", default=",".join(FAMILIES),
-                   help=f"comma-separated feature families (default: all of {','.join(FAMILIES)})")
-    g.add_argument("--per-document", action="store_true", help="count a feature once per example")
+#: ``--features`` and ``--per-document``: which features are counted, and how.
+FEATURES = argparse.ArgumentParser(add_help=False)
+_features = FEATURES.add_argument_group("features")
+_features.add_argument("--features", default=",".join(FAMILIES),
+                       help=f"comma-separated feature families (default: all of {','.join(FAMILIES)})")
+_features.add_argument("--per-document", action="store_true", help="count a feature once per example")
 
 
 def _feature_config(args: argparse.Namespace):
     from engine.stats import FeatureConfig
     from engine.stats.errors import StatsConfigError
 
-    chosen = {f.strip() for f in args.features.split(",") if f.strip()}
+    chosen = set(csv_list(args.features))
     unknown = chosen - set(FAMILIES)
     if unknown:
         raise StatsConfigError(f"Unknown feature families {sorted(unknown)}.", f"Use some of: {', '.join(FAMILIES)}.")
@@ -35,12 +38,11 @@ def _feature_config(args: argparse.Namespace):
 def _add_stats(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "stats",
+        parents=[DATASET, FEATURES],
         help="z-statistics of every feature against the labels (CSV)",
         description="For each feature x and label y: n = count(x), p_hat = count(x, y)/n, "
         "z = (p_hat - p0)/sqrt(p0(1-p0)/n); significance at alpha with a Bonferroni correction.",
     )
-    p.add_argument("project", type=Path)
-    p.add_argument("dataset", help="dataset id or name")
     p.add_argument("--out", type=Path, help="CSV with feature, kind, label, n, count, p_hat, z, significant")
     p.add_argument("--min-count", type=int, default=5)
     p.add_argument("--alpha", type=float, default=0.01)
@@ -49,7 +51,6 @@ def _add_stats(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--hyp-only", default="auto", metavar="MEMBER",
                    help="hypothesis-only member whose prediction becomes the hyp_only_pred feature: auto (the one "
                    "trained on this dataset, if any; default), none, or a member name")
-    _add_feature_args(p)
     p.set_defaults(run=_run_stats)
 
 
@@ -77,13 +78,13 @@ def _run_stats(args: argparse.Namespace, progress: StderrProgress, cancel: Cance
 def _add_zfilter(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "zfilter",
+        parents=[DATASET, FEATURES],
         help="z-filter a dataset (Wu et al. 2022) into a new dataset version",
         description="Accept examples batch by batch unless they hold a top-k biased feature of their "
         "label in the data accepted so far. --seed gives conditional filtering Z(D|seed); "
-        "--preset z-aug|par-z|seq-z combines the seed (D0) and the dataset (D').",
+        "--preset z-aug|par-z|seq-z combines the seed (D0) and the dataset (D'). "
+        "The dataset argument is the one to filter (D or D').",
     )
-    p.add_argument("project", type=Path)
-    p.add_argument("dataset", help="dataset to filter (D or D'), id or name")
     p.add_argument("--seed", help="seed dataset (D0), id or name")
     p.add_argument("--preset", choices=["z-aug", "par-z", "seq-z"], help="needs --seed")
     p.add_argument("--name", help="name of the new version")
@@ -93,12 +94,10 @@ def _add_zfilter(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--min-count", type=int, default=5)
     p.add_argument("--significant-only", action="store_true",
                    help="only features above the Bonferroni threshold can reject")
-    _add_feature_args(p)
     p.set_defaults(run=_run_zfilter)
 
 
 def _run_zfilter(args: argparse.Namespace, progress: StderrProgress, cancel: CancelToken) -> int:
-    from engine.errors import CounterbiasError
     from engine.stats import ZFilterConfig, zfilter_project
     from engine.stats.presets_io import zfilter_preset_project
     from engine.stats.zfilter import auto_batch_size
@@ -112,7 +111,7 @@ def _run_zfilter(args: argparse.Namespace, progress: StderrProgress, cancel: Can
                                min_count=args.min_count, significant_only=args.significant_only)
         if args.preset:
             if seed is None:
-                raise CounterbiasError("--preset needs --seed (the original dataset D0).", "Add --seed NAME.")
+                raise CliUsageError("--preset needs --seed (the original dataset D0).", "Add --seed NAME.")
             info, _ = zfilter_preset_project(project, args.preset, seed.id, dataset.id, config, features=features,
                                              name=args.name, progress=progress, cancel=cancel)
         else:

@@ -1,44 +1,11 @@
-"""Backoff, Retry-After, and API keys that never show."""
+"""API keys that never show."""
 
 from __future__ import annotations
-
-import random
-from datetime import datetime, timedelta, timezone
-from email.utils import format_datetime
 
 import pytest
 
 from engine.llm.errors import MissingAPIKeyError
 from engine.llm.keys import NO_KEY, Secret, redact, resolve_api_key
-from engine.llm.retry import RetryPolicy, parse_retry_after
-
-
-def test_backoff_grows_exponentially_with_jitter_and_a_cap():
-    policy = RetryPolicy(base_s=0.5, cap_s=4.0)
-    rng = random.Random(1)
-    for attempt in range(8):
-        d = min(4.0, 0.5 * 2**attempt)
-        waits = [policy.backoff(attempt, rng) for _ in range(50)]
-        assert all(d / 2 <= w <= d for w in waits)
-        assert len(set(waits)) > 1  # jittered
-
-
-def test_retry_after_is_honoured_up_to_a_limit():
-    policy = RetryPolicy(base_s=0.1, max_retry_after_s=30)
-    rng = random.Random(0)
-    assert policy.delay(0, 5.0, rng) == 5.0
-    assert policy.delay(0, 600.0, rng) == 30
-    assert policy.delay(0, None, rng) <= 0.1
-
-
-def test_parse_retry_after_forms():
-    assert parse_retry_after({"Retry-After": "3"}) == 3.0
-    assert parse_retry_after({"retry-after-ms": "1500", "retry-after": "9"}) == 1.5
-    now = datetime(2026, 1, 1, tzinfo=timezone.utc)
-    date = format_datetime(now + timedelta(seconds=7), usegmt=True)
-    assert parse_retry_after({"retry-after": date}, now=now) == 7.0
-    assert parse_retry_after({"retry-after": "soon"}) is None
-    assert parse_retry_after(None) is None
 
 
 def test_key_from_environment(monkeypatch):

@@ -1,0 +1,101 @@
+"""What a word-attribution method is: its settings, its interface and the settings' cache key.
+
+A method is a class with a frozen :class:`MethodSettings` dataclass and a
+:meth:`AttributionMethod.group_scores` that, for an :class:`~engine.attribution.batch.EncodedBatch`,
+returns one score per word group of every example. Configurations store the method *name*
+(see :mod:`engine.attribution.registry`) and its settings as JSON; :func:`settings_key` is the
+stable hash used as the cache key.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from typing import Any, ClassVar
+
+from engine.attribution.errors import MethodSettingsError
+
+__all__ = ["ALGORITHM_VERSION", "AttributionMethod", "MethodSettings", "settings_key"]
+
+#: Bumped when a change to the shared code (alignment, baseline) changes stored scores.
+ALGORITHM_VERSION = 1
+
+
+@dataclasses.dataclass(frozen=True)
+class MethodSettings:
+    """Base of every method's settings.
+
+    Parameters
+    ----------
+    output
+        Explain the target's softmax probability (``"prob"``) or its logit (``"logit"``).
+    """
+
+    output: str = "prob"
+
+    #: Fields that only change speed or memory, not the scores; left out of the cache key.
+    PERFORMANCE_FIELDS: ClassVar[frozenset[str]] = frozenset()
+
+    def __post_init__(self) -> None:
+        if self.output not in ("prob", "logit"):
+            raise MethodSettingsError(f"Unknown output {self.output!r}.", "Use 'prob' or 'logit'.")
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def identity(self) -> dict[str, Any]:
+        """The settings that change the scores."""
+        return {k: v for k, v in self.to_dict().items() if k not in self.PERFORMANCE_FIELDS}
+
+
+class AttributionMethod:
+    """A word-attribution method (see :mod:`engine.attribution.ig` for an example)."""
+
+    #: Registry name, set by :func:`engine.attribution.registry.register_method`.
+    name: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+    Settings: ClassVar[type[MethodSettings]] = MethodSettings
+    #: Whether the method returns IG-style convergence deltas.
+    has_delta: ClassVar[bool] = False
+
+    def group_scores(self, forward: Any, batch: Any, targets: Any, settings: Any, *, seed_ids: list[int]) -> tuple[list[Any], list[float] | None]:
+        """Scores per word group for every example of ``batch``.
+
+        Parameters
+        ----------
+        forward
+            :class:`~engine.attribution.forward.ClassifierForward`.
+        batch
+            :class:`~engine.attribution.batch.EncodedBatch`.
+        targets
+            ``(B,)`` long tensor of class indices to explain.
+        settings
+            An instance of :attr:`Settings`.
+        seed_ids
+            One integer per example (its id) for per-example random seeds.
+
+        Returns
+        -------
+        scores, deltas
+            ``scores[i]`` is a ``(batch.n_groups[i],)`` array; ``deltas`` (IG only) are the
+            completeness errors ``sum(attributions) - (f(x) - f(baseline))``.
+        """
+        raise NotImplementedError
+
+
+def settings_key(method: str, settings: MethodSettings, *, target: str, max_length: int) -> str:
+    """Stable 16-hex-digit hash of everything that determines stored scores.
+
+    Covers the method name, its score-changing settings, the target rule, the truncation
+    length and :data:`ALGORITHM_VERSION`; not batch sizes or other performance options.
+    """
+    payload = {
+        "v": ALGORITHM_VERSION,
+        "method": method,
+        "settings": settings.identity(),
+        "target": target,
+        "max_length": int(max_length),
+    }
+    raw = json.dumps(payload, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(raw.encode("utf-8")).hexdigest()[:16]
