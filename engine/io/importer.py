@@ -15,7 +15,7 @@ import json
 import logging
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,6 +38,8 @@ from engine.store.schema import now
 log = logging.getLogger(__name__)
 
 BATCH_ROWS = 5000
+#: Rows parsed between two looks for other writes waiting (see :func:`_batches`).
+PAUSE_EVERY = 64
 #: Columns written by :mod:`engine.io.exporter`; a header holding all of them marks our own export.
 PROVENANCE_COLUMNS = ("source", "method", "parent_id", "target_label", "created_at")
 
@@ -208,7 +210,8 @@ def import_file(
             unescape = reader.options.format != "jsonl" and all(c in reader.header for c in PROVENANCE_COLUMNS)
         labels = _LabelSet(target.labels if target else None)
         counters = {"empty": 0, "missing": 0}
-        batches = _batches(reader, mapping, options, labels, counters, unescape, cancel, progress)
+        batches = _batches(reader, mapping, options, labels, counters, unescape, cancel, progress,
+                           project.writer.wait_for_ordinary)
         params = {
             "file": str(path),
             "mapping": mapping.as_dict(),
@@ -249,8 +252,14 @@ def _batches(
     unescape: bool,
     cancel: CancelToken,
     progress: ProgressFn,
+    pause: Callable[[], None],
 ) -> Iterator[list[tuple]]:
-    """Validated example tuples in batches of :data:`BATCH_ROWS` (runs on the caller's thread)."""
+    """Validated example tuples in batches of :data:`BATCH_ROWS` (runs on the caller's thread).
+
+    Every :data:`PAUSE_EVERY` rows it calls ``pause``, which blocks while another write (a
+    review decision from the GUI, say) waits for the writer, so that write does not compete
+    with the parsing for the interpreter lock.
+    """
     text_columns = mapping.text_columns
     file = reader.path.name
     created = now()
@@ -258,6 +267,8 @@ def _batches(
     fix = unescape_cell if unescape else (lambda s: s)
     has_provenance = all(c in reader.header for c in PROVENANCE_COLUMNS)
     for row_no, line_no, record in reader.records():
+        if not row_no % PAUSE_EVERY:
+            pause()
         texts: dict[str, str | None] = {"text": None, "premise": None, "hypothesis": None}
         skip = False
         for fld, column in text_columns.items():

@@ -12,7 +12,9 @@ more than one slice (about :data:`SLICE_SECONDS`) at a time, and a one-row write
 thread waits for at most the slice that is running, not for a whole import. A slice of
 :func:`write_stream` even stops early, after a few rows, when an ordinary task arrives: it
 commits what it wrote and returns :class:`Resume`, and the writer runs the ordinary task,
-then the rest of the slice (before any later bulk task). For the same reason the writer
+then the rest of the slice (before any later bulk task), and the thread producing the rows
+can step aside meanwhile (:meth:`StoreWriter.wait_for_ordinary`), so that the ordinary task
+does not compete with it for the interpreter lock. For the same reason the writer
 never copies the write-ahead log back into the database file itself (a checkpoint of a busy
 log can take tens of milliseconds): a helper thread with its own connection does that,
 without blocking the writer.
@@ -41,7 +43,7 @@ SLICE_SECONDS = 0.010
 #: Least seconds between two checkpoints of the write-ahead log.
 CHECKPOINT_EVERY = 0.5
 #: Rows a slice of :func:`write_stream` writes between two looks for waiting ordinary tasks.
-PIECE_ROWS = 64
+PIECE_ROWS = 256
 
 _NORMAL, _BULK, _LAST = 0, 1, 2
 _STOP = object()
@@ -85,6 +87,10 @@ class StoreWriter:
         self._checkpointer = _Checkpointer(self.path)
         self._tasks: queue.PriorityQueue = queue.PriorityQueue()
         self._order = itertools.count()
+        self._ordinary = 0  # ordinary tasks queued or running
+        self._ordinary_lock = threading.Lock()
+        self._no_ordinary = threading.Event()
+        self._no_ordinary.set()
         self._ready = threading.Event()
         self._start_error: BaseException | None = None
         self._thread = threading.Thread(target=self._loop, name=f"store-writer:{self.path.name}", daemon=True)
@@ -107,12 +113,18 @@ class StoreWriter:
         return self._put(_BULK, fn, args, kwargs)
 
     def ordinary_waiting(self) -> bool:
-        """Whether an ordinary task is queued (a hint for a bulk task to stop early)."""
-        heap = self._tasks.queue
-        try:
-            return heap[0][0] == _NORMAL
-        except IndexError:
-            return False
+        """Whether an ordinary task is queued or running (a bulk task then stops early)."""
+        return not self._no_ordinary.is_set()
+
+    def wait_for_ordinary(self, timeout: float = 0.1) -> None:
+        """Block while ordinary tasks are queued or running, for up to ``timeout`` seconds.
+
+        Called now and then by a thread that produces rows for bulk tasks (an import's
+        parser), so that a one-row write from the GUI thread gets the interpreter lock and the
+        writer without competing with it. Returns at once when no ordinary task is pending.
+        """
+        if not self._no_ordinary.is_set():
+            self._no_ordinary.wait(timeout)
 
     def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run ``fn(conn, *args, **kwargs)`` in one transaction and wait for its result."""
@@ -136,8 +148,18 @@ class StoreWriter:
         if not self._thread.is_alive():
             raise RuntimeError("the project writer is closed")
         future: Future[T] = Future()
+        if priority == _NORMAL:
+            with self._ordinary_lock:
+                self._ordinary += 1
+                self._no_ordinary.clear()
         self._tasks.put((priority, next(self._order), (future, fn, args, kwargs)))
         return future
+
+    def _ordinary_done(self) -> None:
+        with self._ordinary_lock:
+            self._ordinary -= 1
+            if not self._ordinary:
+                self._no_ordinary.set()
 
     def _refuse_own_thread(self) -> None:
         if threading.current_thread() is self._thread:
@@ -158,24 +180,32 @@ class StoreWriter:
                 if item is _STOP:
                     break
                 future, fn, args, kwargs = item
-                if not (future.running() or future.set_running_or_notify_cancel()):
-                    continue
                 try:
-                    conn.execute("BEGIN IMMEDIATE")
-                    result = fn(conn, *args, **kwargs)
-                    conn.execute("COMMIT")
-                except BaseException as exc:
-                    if conn.in_transaction:
-                        conn.execute("ROLLBACK")
-                    future.set_exception(exc)
-                    continue
-                self._checkpointer.poke()
-                if priority == _BULK and isinstance(result, Resume):
-                    self._tasks.put((priority, order, (future, fn, result.args, kwargs)))
-                else:
-                    future.set_result(result)
+                    self._run(conn, priority, order, future, fn, args, kwargs)
+                finally:
+                    if priority == _NORMAL:
+                        self._ordinary_done()
         finally:
             conn.close()
+
+    def _run(self, conn: sqlite3.Connection, priority: int, order: int, future: Future, fn: Callable[..., Any],
+             args: tuple, kwargs: dict) -> None:
+        if not (future.running() or future.set_running_or_notify_cancel()):
+            return
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            result = fn(conn, *args, **kwargs)
+            conn.execute("COMMIT")
+        except BaseException as exc:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            future.set_exception(exc)
+            return
+        self._checkpointer.poke()
+        if priority == _BULK and isinstance(result, Resume):
+            self._tasks.put((priority, order, (future, fn, result.args, kwargs)))
+        else:
+            future.set_result(result)
 
 
 class _Checkpointer:
