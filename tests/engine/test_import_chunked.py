@@ -287,3 +287,50 @@ def test_an_import_into_a_dataset_is_exclusive(seeded, tmp_path):
     positions = [r[0] for r in seeded.db.execute(
         "SELECT position FROM dataset_members WHERE dataset_id = ? ORDER BY position", [existing])]
     assert positions == list(range(100_002))
+
+
+def test_ordinary_writes_jump_ahead_of_queued_bulk_slices(project):
+    finished: list[str] = []
+    gate = threading.Event()
+
+    def bulk(conn: sqlite3.Connection, k: int) -> None:
+        gate.wait(5)
+        time.sleep(0.02)
+        finished.append(f"bulk {k}")
+
+    def ordinary(conn: sqlite3.Connection, k: int) -> None:
+        conn.execute("INSERT INTO meta VALUES (?, 'v')", (f"ordinary {k}",))
+        finished.append(f"ordinary {k}")
+
+    slices = [project.writer.submit_bulk(bulk, k) for k in range(4)]
+    time.sleep(0.05)  # bulk 0 is running, held at the gate
+    first, second = project.writer.submit(ordinary, 0), project.writer.submit(ordinary, 1)
+    gate.set()
+    for future in [*slices, first, second]:
+        future.result(5)
+    # The running slice finishes; then the ordinary writes, in their order; then the other slices.
+    assert finished == ["bulk 0", "ordinary 0", "ordinary 1", "bulk 1", "bulk 2", "bulk 3"]
+
+
+def test_a_project_from_schema_2_opens_with_its_datasets_ready(tmp_path, monkeypatch):
+    from engine.store import schema
+    from engine.store.project import APP_ID
+
+    path = tmp_path / "old.cbproj"
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute(f"PRAGMA application_id = {APP_ID}")
+    with monkeypatch.context() as old:  # the file as the build before schema 3 left it
+        old.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:2])
+        old.setattr(schema, "SCHEMA_VERSION", 2)
+        schema.migrate(conn)
+    conn.isolation_level = ""
+    conn.execute("INSERT INTO datasets (name, kind, task, labels, row_count, created_at) "
+                 "VALUES ('old', 'original', 'single', '[\"a\", \"b\"]', 1, ?)", (NOW,))
+    conn.execute("INSERT INTO examples (id, dataset_id, text, label, created_at) VALUES (1, 1, 'x', 'a', ?)", (NOW,))
+    conn.execute("INSERT INTO dataset_members VALUES (1, 0, 1)")
+    conn.commit()
+    conn.close()
+    with Project.open(path) as project:
+        assert project.schema_version == schema.SCHEMA_VERSION
+        assert [d.name for d in project.datasets()] == ["old"]
+        assert project.example_ids(ExampleQuery(1)).tolist() == [1]
