@@ -1,30 +1,45 @@
-"""Import a CSV/TSV/JSONL file into a project as a dataset, in one transaction.
+"""Import a CSV/TSV/JSONL file into a project as a dataset, all or nothing.
 
 The file is parsed on the calling thread and streamed in batches to the project's writer
-(:func:`engine.store.write_stream`), so a 500k-row file is never held in memory twice and
-the whole import commits, or rolls back, as one unit: a failed import leaves the project
-exactly as it was.
+(:func:`engine.store.write_stream`), so a 500k-row file is never held in memory twice. The
+rows are committed in short slices (about 10 ms of writing each) so that other writes, such
+as a review decision from the GUI, run in between; until the import finishes, its dataset
+(or the rows it appends to an existing one) is hidden from every read, and a failed or
+cancelled import deletes what it wrote (:mod:`engine.store.staging`): the project is left
+exactly as it was. An import killed mid-way is removed the next time the project is opened.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.errors import EmptyTextError, Location, MissingLabelError, ProjectError, SingleClassError
+from engine.errors import (
+    DatasetNameTakenError,
+    EmptyTextError,
+    Location,
+    MissingLabelError,
+    ProjectError,
+    SingleClassError,
+)
 from engine.io.escaping import unescape_cell
 from engine.io.mapping import ColumnMapping, detect_mapping
 from engine.io.readers import ReadOptions, TableReader
 from engine.progress import CancelToken, ProgressFn, ensure_token, no_progress
-from engine.store import DatasetInfo, Project, insert_dataset, write_stream
+from engine.store import DatasetInfo, Project, insert_dataset, staging, write_stream
 from engine.store.schema import now
 
+log = logging.getLogger(__name__)
+
 BATCH_ROWS = 5000
+#: Rows parsed between two looks for other writes waiting (see :func:`_batches`).
+PAUSE_EVERY = 64
 #: Columns written by :mod:`engine.io.exporter`; a header holding all of them marks our own export.
 PROVENANCE_COLUMNS = ("source", "method", "parent_id", "target_label", "created_at")
 
@@ -195,7 +210,8 @@ def import_file(
             unescape = reader.options.format != "jsonl" and all(c in reader.header for c in PROVENANCE_COLUMNS)
         labels = _LabelSet(target.labels if target else None)
         counters = {"empty": 0, "missing": 0}
-        batches = _batches(reader, mapping, options, labels, counters, unescape, cancel, progress)
+        batches = _batches(reader, mapping, options, labels, counters, unescape, cancel, progress,
+                           project.writer.wait_for_ordinary)
         params = {
             "file": str(path),
             "mapping": mapping.as_dict(),
@@ -206,20 +222,19 @@ def import_file(
                 "encoding": reader.options.encoding,
             },
         }
-        dataset_id, rows = write_stream(
-            project.writer,
-            _write_rows,
-            batches,
-            task=mapping.task,
-            name=name,
-            target=target,
-            labels=labels,
-            params=params,
-            source=str(path),
-        )
+        with staging.import_lock(project.import_lock_path):
+            staged = project.writer.run(_begin, task=mapping.task, name=name, target=target, params=params,
+                                        source=str(path))
+            try:
+                rows = write_stream(project.writer, _RowWriter(staged), batches)
+                _check_classes(labels, rows, path, mapping)
+                project.writer.run(_finish, staged, target=target, labels=labels, params=params, rows=rows)
+            except BaseException:
+                _discard(project, staged)
+                raise
     progress(1.0, f"Imported {rows:,} rows")
     return ImportResult(
-        dataset=project.dataset(dataset_id),
+        dataset=project.dataset(staged.dataset_id),
         rows=rows,
         skipped_empty_text=counters["empty"],
         skipped_missing_label=counters["missing"],
@@ -237,8 +252,14 @@ def _batches(
     unescape: bool,
     cancel: CancelToken,
     progress: ProgressFn,
+    pause: Callable[[], None],
 ) -> Iterator[list[tuple]]:
-    """Validated example tuples in batches of :data:`BATCH_ROWS` (runs on the caller's thread)."""
+    """Validated example tuples in batches of :data:`BATCH_ROWS` (runs on the caller's thread).
+
+    Every :data:`PAUSE_EVERY` rows it calls ``pause``, which blocks while another write (a
+    review decision from the GUI, say) waits for the writer, so that write does not compete
+    with the parsing for the interpreter lock.
+    """
     text_columns = mapping.text_columns
     file = reader.path.name
     created = now()
@@ -246,6 +267,8 @@ def _batches(
     fix = unescape_cell if unescape else (lambda s: s)
     has_provenance = all(c in reader.header for c in PROVENANCE_COLUMNS)
     for row_no, line_no, record in reader.records():
+        if not row_no % PAUSE_EVERY:
+            pause()
         texts: dict[str, str | None] = {"text": None, "premise": None, "hypothesis": None}
         skip = False
         for fld, column in text_columns.items():
@@ -309,44 +332,52 @@ def _provenance(record: dict[str, Any], fix: Any) -> tuple[str, str | None, str 
     )
 
 
-def _write_rows(
+def _begin(
     conn: sqlite3.Connection,
-    batches: Iterator[list[tuple]],
     *,
     task: str,
     name: str | None,
     target: DatasetInfo | None,
-    labels: _LabelSet,
     params: dict[str, Any],
     source: str,
-) -> tuple[int, int]:
-    """Writer-thread side of the import: one transaction for the whole file."""
+) -> staging.Staged:
+    """Writer-thread start of an import: the hidden new dataset (or the target) and its record."""
     if target is None:
-        dataset_id = insert_dataset(conn, name=name or source, kind="original", task=task, labels=[],
-                                    source=source, params={"imports": [params]})
-        position = 0
+        name = name or source
+        if conn.execute("SELECT 1 FROM datasets WHERE name = ?", (name,)).fetchone():  # taken since the check
+            raise DatasetNameTakenError(f"A dataset called {name!r} already exists.", "Choose another name.")
+        dataset_id = insert_dataset(conn, name=name, kind="original", task=task, labels=[],
+                                    source=source, params={"imports": [params]}, state="importing")
     else:
         dataset_id = target.id
-        position = conn.execute(
-            "SELECT COALESCE(MAX(position) + 1, 0) FROM dataset_members WHERE dataset_id = ?", (dataset_id,)
-        ).fetchone()[0]
-    first_id = conn.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM examples").fetchone()[0]
-    next_id = first_id
-    rows = 0
-    for batch in batches:
-        ids = range(next_id, next_id + len(batch))
+    return staging.begin(conn, dataset_id)
+
+
+class _RowWriter:
+    """Writes slices of example tuples as new examples and members of the staged dataset, in order."""
+
+    def __init__(self, staged: staging.Staged) -> None:
+        self.dataset_id = staged.dataset_id
+        self.position = staged.first_position
+
+    def __call__(self, conn: sqlite3.Connection, rows: list[tuple]) -> None:
+        # Ids are taken per slice: other writes may add examples between two slices.
+        first_id = conn.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM examples").fetchone()[0]
+        ids = range(first_id, first_id + len(rows))
+        dataset_id, position = self.dataset_id, self.position
         conn.executemany(
             "INSERT INTO examples (id, dataset_id, ext_id, text, premise, hypothesis, label, split, source, "
             "method, target_label, created_at, meta) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            ((i, dataset_id, *row) for i, row in zip(ids, batch)),
+            ((i, dataset_id, *row) for i, row in zip(ids, rows)),
         )
         conn.executemany(
             "INSERT INTO dataset_members (dataset_id, position, example_id) VALUES (?, ?, ?)",
             ((dataset_id, position + k, i) for k, i in enumerate(ids)),
         )
-        next_id += len(batch)
-        position += len(batch)
-        rows += len(batch)
+        self.position = position + len(rows)
+
+
+def _check_classes(labels: _LabelSet, rows: int, path: Path, mapping: ColumnMapping) -> None:
     all_labels = labels.ordered()
     if len(all_labels) < 2:
         only = all_labels[0] if all_labels else "none"
@@ -354,14 +385,35 @@ def _write_rows(
             f"the label column has a single class ({only!r}) in {rows:,} rows.",
             "A classification dataset needs at least two labels: check that the label column is mapped "
             "correctly, or import a file that holds every class.",
-            location=Location(Path(source).name, column=params["mapping"]["label"]),
+            location=Location(path.name, column=mapping.label),
         )
+
+
+def _finish(
+    conn: sqlite3.Connection,
+    staged: staging.Staged,
+    *,
+    target: DatasetInfo | None,
+    labels: _LabelSet,
+    params: dict[str, Any],
+    rows: int,
+) -> None:
+    """Writer-thread end of an import: labels, counts and provenance, and the rows made visible."""
+    dataset_id = staged.dataset_id
     if target is not None:
         stored = json.loads(conn.execute("SELECT params FROM datasets WHERE id = ?", (dataset_id,)).fetchone()[0])
         stored.setdefault("imports", []).append(params)
         conn.execute("UPDATE datasets SET params = ? WHERE id = ?", (json.dumps(stored), dataset_id))
     conn.execute(
         "UPDATE datasets SET labels = ?, row_count = row_count + ? WHERE id = ?",
-        (json.dumps(all_labels), rows, dataset_id),
+        (json.dumps(labels.ordered()), rows, dataset_id),
     )
-    return dataset_id, rows
+    staging.finish(conn, staged)
+
+
+def _discard(project: Project, staged: staging.Staged) -> None:
+    """Remove a failed import's rows; if that fails too, the next open of the project does it."""
+    try:
+        staging.discard(project.writer, staged)
+    except Exception:  # the import's own error is the one to report
+        log.exception("could not remove the rows of a failed import from %s", project.path)

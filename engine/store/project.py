@@ -2,7 +2,8 @@
 
 Reads go through a per-thread read-only connection (:attr:`Project.db`, a
 :class:`sqlite_utils.Database`); writes go through the project's single
-:class:`~engine.store.writer.StoreWriter`.
+:class:`~engine.store.writer.StoreWriter`. Datasets and rows of an import that has not finished
+are hidden from every read here (see :mod:`engine.store.staging`).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from engine.errors import (
     ProjectNotFoundError,
     SchemaTooNewError,
 )
-from engine.store import schema
+from engine.store import schema, staging
 from engine.store.writer import StoreWriter, connect
 
 PROJECT_SUFFIX = ".cbproj"
@@ -165,6 +166,8 @@ class Project:
     def open(cls, path: str | Path) -> Project:
         """Open an existing project, running pending schema migrations.
 
+        An import whose process died (see :func:`engine.store.staging.sweep`) is removed.
+
         Raises
         ------
         ProjectNotFoundError, NotAProjectError, SchemaTooNewError
@@ -192,6 +195,7 @@ class Project:
                     )
                 sqlite_utils.Database(conn).enable_wal()
                 schema.migrate(conn)
+                staging.sweep(conn, _files_dir_of(path) / staging.LOCK_NAME)
             finally:
                 conn.close()
         except sqlite3.DatabaseError as exc:
@@ -239,9 +243,14 @@ class Project:
     @property
     def files_dir(self) -> Path:
         """Folder beside the project file for model weights and caches (created on demand)."""
-        folder = self.path.with_name(self.path.stem + "_files")
+        folder = _files_dir_of(self.path)
         folder.mkdir(exist_ok=True)
         return folder
+
+    @property
+    def import_lock_path(self) -> Path:
+        """The lock file a running import holds (see :func:`engine.store.staging.import_lock`)."""
+        return _files_dir_of(self.path) / staging.LOCK_NAME
 
     @property
     def models_dir(self) -> Path:
@@ -256,22 +265,25 @@ class Project:
 
     # ------------------------------------------------------------------ datasets
     def datasets(self) -> list[DatasetInfo]:
-        """All dataset versions, oldest first."""
-        return [DatasetInfo.from_row(r) for r in self.db.query("SELECT * FROM datasets ORDER BY id")]
+        """All dataset versions, oldest first (not those still being imported)."""
+        return [
+            DatasetInfo.from_row(r)
+            for r in self.db.query("SELECT * FROM datasets WHERE state = 'ready' ORDER BY id")
+        ]
 
     def dataset(self, ref: int | str) -> DatasetInfo:
-        """A dataset version by id or name.
+        """A dataset version by id or name (not one still being imported).
 
         Raises
         ------
         DatasetNotFoundError
         """
         if isinstance(ref, int) or (isinstance(ref, str) and ref.isdigit()):
-            rows = list(self.db.query("SELECT * FROM datasets WHERE id = ?", [int(ref)]))
+            rows = list(self.db.query("SELECT * FROM datasets WHERE id = ? AND state = 'ready'", [int(ref)]))
         else:
             rows = []
         if not rows:
-            rows = list(self.db.query("SELECT * FROM datasets WHERE name = ?", [str(ref)]))
+            rows = list(self.db.query("SELECT * FROM datasets WHERE name = ? AND state = 'ready'", [str(ref)]))
         if not rows:
             names = ", ".join(d.name for d in self.datasets()) or "none yet"
             raise DatasetNotFoundError(
@@ -280,7 +292,7 @@ class Project:
         return DatasetInfo.from_row(rows[0])
 
     def unique_dataset_name(self, base: str) -> str:
-        """``base``, or ``base (2)``, ``base (3)``… whichever is free."""
+        """``base``, or ``base (2)``, ``base (3)``… whichever is free (also of imports under way)."""
         taken = {r["name"] for r in self.db.query("SELECT name FROM datasets")}
         if base not in taken:
             return base
@@ -290,8 +302,14 @@ class Project:
         return f"{base} ({n})"
 
     def check_name_free(self, name: str) -> None:
-        """Raise :class:`DatasetNameTakenError` if a dataset is called ``name``."""
-        if self.db.execute("SELECT 1 FROM datasets WHERE name = ?", [name]).fetchone():
+        """Raise :class:`DatasetNameTakenError` if a dataset (or an import under way) is called ``name``."""
+        row = self.db.execute("SELECT state FROM datasets WHERE name = ?", [name]).fetchone()
+        if row and row[0] == "importing":
+            raise DatasetNameTakenError(
+                f"A dataset called {name!r} is being imported.",
+                "Choose another name, or wait for that import to finish.",
+            )
+        if row:
             raise DatasetNameTakenError(
                 f"A dataset called {name!r} already exists.", "Choose another name."
             )
@@ -325,8 +343,9 @@ class Project:
                 self.db.query(
                     "SELECT m.position AS _pos, e.* FROM dataset_members m "
                     "JOIN examples e ON e.id = m.example_id "
-                    "WHERE m.dataset_id = ? AND m.position > ? ORDER BY m.position LIMIT ?",
-                    [dataset_id, last, batch_size],
+                    f"WHERE m.dataset_id = ? AND m.position > ? AND m.position < {staging.HIDDEN_FROM_SQL} "
+                    "ORDER BY m.position LIMIT ?",
+                    [dataset_id, last, dataset_id, batch_size],
                 )
             )
             if not rows:
@@ -342,8 +361,9 @@ class Project:
             r["label"]: r["n"]
             for r in self.db.query(
                 "SELECT e.label, COUNT(*) AS n FROM dataset_members m JOIN examples e "
-                "ON e.id = m.example_id WHERE m.dataset_id = ? GROUP BY e.label ORDER BY e.label",
-                [dataset_id],
+                f"ON e.id = m.example_id WHERE m.dataset_id = ? AND m.position < {staging.HIDDEN_FROM_SQL} "
+                "GROUP BY e.label ORDER BY e.label",
+                [dataset_id, dataset_id],
             )
         }
 
@@ -353,8 +373,9 @@ class Project:
             r["split"]: r["n"]
             for r in self.db.query(
                 "SELECT e.split, COUNT(*) AS n FROM dataset_members m JOIN examples e "
-                "ON e.id = m.example_id WHERE m.dataset_id = ? GROUP BY e.split ORDER BY e.split",
-                [dataset_id],
+                f"ON e.id = m.example_id WHERE m.dataset_id = ? AND m.position < {staging.HIDDEN_FROM_SQL} "
+                "GROUP BY e.split ORDER BY e.split",
+                [dataset_id, dataset_id],
             )
         }
 
@@ -395,9 +416,20 @@ class Project:
         return self.dataset(self.writer.run(write))
 
     def delete_dataset(self, dataset_id: int) -> None:
-        """Delete a dataset version and the example rows no other version holds."""
+        """Delete a dataset version and the example rows no other version holds.
+
+        Raises
+        ------
+        ProjectError
+            If it has derived versions, or rows are being imported into it.
+        """
 
         def write(conn: sqlite3.Connection) -> None:
+            if staging.running(conn, dataset_id):
+                raise ProjectError(
+                    f"Rows are being imported into dataset {dataset_id}.",
+                    "Wait for the import to finish (or cancel it), then delete the dataset.",
+                )
             children = conn.execute(
                 "SELECT name FROM datasets WHERE parent_id = ?", (dataset_id,)
             ).fetchall()
@@ -445,19 +477,29 @@ def insert_dataset(
     parent_id: int | None = None,
     source: str | None = None,
     params: dict[str, Any] | None = None,
+    state: str = "ready",
 ) -> int:
-    """Insert a ``datasets`` row inside a write task and return its id."""
+    """Insert a ``datasets`` row inside a write task and return its id.
+
+    ``state="importing"`` hides it from every listing until the import finishes
+    (:func:`engine.store.staging.finish`).
+    """
     cursor = conn.execute(
-        "INSERT INTO datasets (name, kind, parent_id, task, labels, source, params, row_count, created_at) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?)",
-        (name, kind, parent_id, task, json.dumps(list(labels)), source, json.dumps(params or {}), schema.now()),
+        "INSERT INTO datasets (name, kind, parent_id, task, labels, source, params, row_count, created_at, state) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?)",
+        (name, kind, parent_id, task, json.dumps(list(labels)), source, json.dumps(params or {}), schema.now(),
+         state),
     )
     return int(cursor.lastrowid)
 
 
+def _files_dir_of(path: Path) -> Path:
+    return path.with_name(path.stem + "_files")
+
+
 def _ids_sql(q: ExampleQuery) -> tuple[str, list[Any]]:
-    where = ["m.dataset_id = ?"]
-    params: list[Any] = [q.dataset_id]
+    where = ["m.dataset_id = ?", f"m.position < {staging.HIDDEN_FROM_SQL}"]
+    params: list[Any] = [q.dataset_id, q.dataset_id]
     if q.labels is not None:
         where.append(f"e.label IN ({','.join('?' * len(q.labels))})")
         params.extend(q.labels)

@@ -169,6 +169,25 @@ MIGRATIONS: list[str] = [
     ) WITHOUT ROWID;
     CREATE INDEX word_votes_example ON word_votes(example_id);
     """,
+    # 3: imports commit in short transactions (engine.store.staging). A dataset being imported
+    # is hidden from every listing until it is ready; each unfinished import is recorded so that
+    # a failed, cancelled or killed one can be removed, rows appended to an existing dataset included.
+    """
+    ALTER TABLE datasets ADD COLUMN state TEXT NOT NULL DEFAULT 'ready' CHECK (state IN ('importing', 'ready'));
+
+    CREATE TABLE imports (
+        id INTEGER PRIMARY KEY,
+        dataset_id INTEGER NOT NULL REFERENCES datasets(id),  -- a new dataset, or the one appended to
+        first_position INTEGER NOT NULL,  -- the dataset's members from here on are this import's
+        started_at TEXT NOT NULL
+    );
+    CREATE INDEX imports_dataset ON imports(dataset_id);
+
+    -- Deleting example rows (a failed import, a deleted dataset) checks every foreign key that
+    -- points at them; without these two indexes each check scanned a whole table.
+    CREATE INDEX examples_parent ON examples(parent_id) WHERE parent_id IS NOT NULL;
+    CREATE INDEX attributions_example ON attributions(example_id);
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

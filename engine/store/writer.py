@@ -4,20 +4,48 @@ Workers compute; one thread per open project writes. Every write is a task ``fn(
 that runs on the writer thread inside one ``BEGIN IMMEDIATE … COMMIT`` transaction (or is
 rolled back entirely if it raises). No connection is shared across threads: the writer's
 connection lives and dies on the writer thread.
+
+Tasks run in the order they were submitted, with one exception: *bulk* tasks (the short
+slices that a long write is cut into by :func:`write_stream` and :func:`run_in_steps`) wait
+behind every ordinary task that is queued. A long write therefore never holds the writer for
+more than one slice (about :data:`SLICE_SECONDS`) at a time, and a one-row write from the GUI
+thread waits for at most the slice that is running, not for a whole import. A slice of
+:func:`write_stream` even stops early, after a few rows, when an ordinary task arrives: it
+commits what it wrote and returns :class:`Resume`, and the writer runs the ordinary task,
+then the rest of the slice (before any later bulk task), and the thread producing the rows
+can step aside meanwhile (:meth:`StoreWriter.wait_for_ordinary`), so that the ordinary task
+does not compete with it for the interpreter lock. For the same reason the writer
+never copies the write-ahead log back into the database file itself (a checkpoint of a busy
+log can take tens of milliseconds): a helper thread with its own connection does that,
+without blocking the writer.
 """
 
 from __future__ import annotations
 
+import itertools
+import logging
 import queue
 import sqlite3
 import threading
-from collections.abc import Callable
-from concurrent.futures import Future
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future, wait
 from pathlib import Path
 from typing import Any, TypeVar
 
 T = TypeVar("T")
 
+log = logging.getLogger(__name__)
+
+#: Wall-clock seconds of write work one bulk transaction aims at.
+SLICE_SECONDS = 0.010
+#: Least seconds between two checkpoints of the write-ahead log.
+CHECKPOINT_EVERY = 0.5
+#: Rows a slice of :func:`write_stream` writes between two looks for waiting ordinary tasks.
+PIECE_ROWS = 256
+
+_NORMAL, _BULK, _LAST = 0, 1, 2
 _STOP = object()
 
 
@@ -33,6 +61,18 @@ def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
     return conn
 
 
+class Resume:
+    """What a bulk task returns when it stopped early: run ``fn(conn, *args)`` for the rest.
+
+    The writer commits the work done so far, runs the ordinary tasks that are waiting, then
+    calls the task again with ``args`` before any bulk task submitted after it; the task's
+    future gets the result of the call that does not return a :class:`Resume`.
+    """
+
+    def __init__(self, *args: Any) -> None:
+        self.args = args
+
+
 class StoreWriter:
     """A thread that owns the only writing connection of one project file.
 
@@ -44,39 +84,91 @@ class StoreWriter:
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
-        self._tasks: queue.Queue = queue.Queue()
+        self._checkpointer = _Checkpointer(self.path)
+        self._tasks: queue.PriorityQueue = queue.PriorityQueue()
+        self._order = itertools.count()
+        self._ordinary = 0  # ordinary tasks queued or running
+        self._ordinary_lock = threading.Lock()
+        self._no_ordinary = threading.Event()
+        self._no_ordinary.set()
         self._ready = threading.Event()
         self._start_error: BaseException | None = None
         self._thread = threading.Thread(target=self._loop, name=f"store-writer:{self.path.name}", daemon=True)
         self._thread.start()
         self._ready.wait()
         if self._start_error is not None:
+            self._checkpointer.close()
             raise self._start_error
 
     def submit(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> Future[T]:
         """Queue ``fn(conn, *args, **kwargs)`` to run in one transaction; return its future."""
-        if not self._thread.is_alive():
-            raise RuntimeError("the project writer is closed")
-        future: Future[T] = Future()
-        self._tasks.put((future, fn, args, kwargs))
-        return future
+        return self._put(_NORMAL, fn, args, kwargs)
+
+    def submit_bulk(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> Future[T]:
+        """Like :meth:`submit`, but the task waits behind every ordinary task queued.
+
+        For one short slice of a long write; bulk tasks run in the order they were submitted.
+        The task may return :class:`Resume` to yield the writer part-way.
+        """
+        return self._put(_BULK, fn, args, kwargs)
+
+    def ordinary_waiting(self) -> bool:
+        """Whether an ordinary task is queued or running (a bulk task then stops early)."""
+        return not self._no_ordinary.is_set()
+
+    def wait_for_ordinary(self, timeout: float = 0.1) -> None:
+        """Block while ordinary tasks are queued or running, for up to ``timeout`` seconds.
+
+        Called now and then by a thread that produces rows for bulk tasks (an import's
+        parser), so that a one-row write from the GUI thread gets the interpreter lock and the
+        writer without competing with it. Returns at once when no ordinary task is pending.
+        """
+        if not self._no_ordinary.is_set():
+            self._no_ordinary.wait(timeout)
 
     def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run ``fn(conn, *args, **kwargs)`` in one transaction and wait for its result."""
-        if threading.current_thread() is self._thread:
-            raise RuntimeError("a write task must not wait for another write task")
+        self._refuse_own_thread()
         return self.submit(fn, *args, **kwargs).result()
+
+    def run_bulk(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run ``fn`` as a bulk task (see :meth:`submit_bulk`) and wait for its result."""
+        self._refuse_own_thread()
+        return self.submit_bulk(fn, *args, **kwargs).result()
 
     def close(self) -> None:
         """Finish the queued tasks, then stop the thread and close the connection."""
         if self._thread.is_alive():
-            self._tasks.put(_STOP)
+            self._tasks.put((_LAST, next(self._order), _STOP))
             self._thread.join()
+        self._checkpointer.close()
 
-    # ------------------------------------------------------------------ writer thread
+    # ------------------------------------------------------------------ internals
+    def _put(self, priority: int, fn: Callable[..., T], args: tuple, kwargs: dict) -> Future[T]:
+        if not self._thread.is_alive():
+            raise RuntimeError("the project writer is closed")
+        future: Future[T] = Future()
+        if priority == _NORMAL:
+            with self._ordinary_lock:
+                self._ordinary += 1
+                self._no_ordinary.clear()
+        self._tasks.put((priority, next(self._order), (future, fn, args, kwargs)))
+        return future
+
+    def _ordinary_done(self) -> None:
+        with self._ordinary_lock:
+            self._ordinary -= 1
+            if not self._ordinary:
+                self._no_ordinary.set()
+
+    def _refuse_own_thread(self) -> None:
+        if threading.current_thread() is self._thread:
+            raise RuntimeError("a write task must not wait for another write task")
+
     def _loop(self) -> None:
         try:
             conn = connect(self.path)
+            conn.execute("PRAGMA wal_autocheckpoint = 0")  # the checkpointer thread does it
         except BaseException as exc:  # reported to the constructor
             self._start_error = exc
             self._ready.set()
@@ -84,77 +176,208 @@ class StoreWriter:
         self._ready.set()
         try:
             while True:
-                item = self._tasks.get()
+                priority, order, item = self._tasks.get()
                 if item is _STOP:
                     break
                 future, fn, args, kwargs = item
-                if not future.set_running_or_notify_cancel():
-                    continue
                 try:
-                    conn.execute("BEGIN IMMEDIATE")
-                    result = fn(conn, *args, **kwargs)
-                    conn.execute("COMMIT")
-                except BaseException as exc:
-                    if conn.in_transaction:
-                        conn.execute("ROLLBACK")
-                    future.set_exception(exc)
-                else:
-                    future.set_result(result)
+                    self._run(conn, priority, order, future, fn, args, kwargs)
+                finally:
+                    if priority == _NORMAL:
+                        self._ordinary_done()
         finally:
             conn.close()
 
+    def _run(self, conn: sqlite3.Connection, priority: int, order: int, future: Future, fn: Callable[..., Any],
+             args: tuple, kwargs: dict) -> None:
+        if not (future.running() or future.set_running_or_notify_cancel()):
+            return
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            result = fn(conn, *args, **kwargs)
+            conn.execute("COMMIT")
+        except BaseException as exc:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            future.set_exception(exc)
+            return
+        self._checkpointer.poke()
+        if priority == _BULK and isinstance(result, Resume):
+            self._tasks.put((priority, order, (future, fn, result.args, kwargs)))
+        else:
+            future.set_result(result)
 
-class _Raise:
-    def __init__(self, exc: BaseException) -> None:
-        self.exc = exc
+
+class _Checkpointer:
+    """A thread that copies the write-ahead log into the database file after writes.
+
+    Runs ``PRAGMA wal_checkpoint(PASSIVE)`` on its own connection at most every
+    :data:`CHECKPOINT_EVERY` seconds while writes happen; a passive checkpoint never blocks the
+    writer (or readers), so the writer's transactions stay short.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._wake = threading.Event()
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name=f"store-checkpoint:{path.name}", daemon=True)
+        self._thread.start()
+
+    def poke(self) -> None:
+        """Note that a write was committed."""
+        self._wake.set()
+
+    def close(self) -> None:
+        """Stop the thread (the last connection to close checkpoints what is left)."""
+        self._stopping.set()
+        self._wake.set()
+        self._thread.join()
+
+    def _loop(self) -> None:
+        conn: sqlite3.Connection | None = None
+        try:
+            while True:
+                self._wake.wait()
+                if self._stopping.is_set():
+                    return
+                self._wake.clear()
+                try:
+                    conn = conn or connect(self.path)
+                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+                except sqlite3.Error as exc:  # a later checkpoint (or the last close) catches up
+                    log.debug("checkpoint of %s skipped: %s", self.path, exc)
+                if self._stopping.wait(CHECKPOINT_EVERY):
+                    return
+        finally:
+            if conn is not None:
+                conn.close()
 
 
-_END = object()
+class Pace:
+    """How many units of work fit in one slice of about ``seconds`` (learnt as slices run).
+
+    Parameters
+    ----------
+    seconds
+        Wall-clock time one slice should take.
+    first
+        Units in a slice before any has been timed.
+    most
+        Upper bound on a slice.
+    """
+
+    def __init__(self, seconds: float = SLICE_SECONDS, *, first: int = 256, most: int = 100_000) -> None:
+        self.seconds = seconds
+        self.first = first
+        self.most = most
+        self._per_unit: float | None = None
+
+    def size(self) -> int:
+        """Units for the next slice."""
+        per_unit = self._per_unit
+        if per_unit is None:
+            return self.first
+        return max(16, min(self.most, int(self.seconds / max(per_unit, 1e-9))))
+
+    def record(self, units: int, seconds: float) -> None:
+        """Learn from a slice of ``units`` that took ``seconds``."""
+        if units <= 0:
+            return
+        per_unit = seconds / units
+        self._per_unit = per_unit if self._per_unit is None else 0.7 * self._per_unit + 0.3 * per_unit
 
 
 def write_stream(
     writer: StoreWriter,
-    consume: Callable[..., T],
-    items: Any,
-    *args: Any,
-    maxsize: int = 4,
-    **kwargs: Any,
-) -> T:
-    """Pipe ``items`` from the calling thread into one write transaction.
+    write_rows: Callable[[sqlite3.Connection, Sequence[Any]], Any],
+    batches: Iterable[Sequence[Any]],
+    *,
+    seconds: float | None = None,
+    max_pending: int = 8,
+) -> int:
+    """Write ``batches`` of rows with ``write_rows(conn, rows)`` in short bulk transactions.
 
-    The calling thread iterates ``items`` (parsing, computing) while the writer thread runs
-    ``consume(conn, iterator, *args, **kwargs)`` over them in a single transaction, so the two
-    overlap and the whole stream is committed or rolled back together. An exception raised
-    while producing ``items`` is re-raised inside ``consume`` (rolling it back) and here.
+    The calling thread iterates ``batches`` (parsing, computing) and cuts each batch into
+    slices sized so that writing one takes about ``seconds``; each slice is a bulk task of
+    ``writer`` (see :meth:`StoreWriter.submit_bulk`), committed on its own, so the writer runs
+    other tasks between slices. Slices are written in order, at most ``max_pending`` queued
+    at a time, so reading and writing overlap without holding the file in memory.
+
+    ``write_rows`` is called with pieces of :data:`PIECE_ROWS` rows; when an ordinary task
+    is waiting, the slice commits after the current piece and lets it run first
+    (:class:`Resume`), so ``write_rows`` must write exactly the rows it is given, in order.
+
+    Rows are committed slice by slice. If ``batches`` or a slice raises, the slices not yet
+    written are dropped, the running one finishes (or rolls back), and the exception is
+    re-raised here: removing the slices already committed is the caller's job (an import
+    does it with :func:`engine.store.staging.discard`).
+
+    Returns
+    -------
+    int
+        The number of rows written.
     """
-    channel: queue.Queue = queue.Queue(maxsize=maxsize)
+    pace = Pace(seconds or SLICE_SECONDS)
 
-    def drain():
-        while True:
-            item = channel.get()
-            if item is _END:
-                return
-            if isinstance(item, _Raise):
-                raise item.exc
-            yield item
-
-    future = writer.submit(consume, drain(), *args, **kwargs)
-
-    def put(item: Any) -> bool:
-        while True:
-            try:
-                channel.put(item, timeout=0.05)
-                return True
-            except queue.Full:
-                if future.done():
-                    return False
-
-    try:
-        for item in items:
-            if not put(item):
+    def write(conn: sqlite3.Connection, rows: Sequence[Any], start: int = 0) -> int | Resume:
+        started = time.perf_counter()
+        done = start
+        while done < len(rows):
+            piece = rows[done : done + PIECE_ROWS]
+            write_rows(conn, piece)
+            done += len(piece)
+            if done < len(rows) and writer.ordinary_waiting():
                 break
-        put(_END)
-    except BaseException as exc:
-        if not put(_Raise(exc)):
-            raise
-    return future.result()
+        pace.record(done - start, time.perf_counter() - started)
+        return len(rows) if done == len(rows) else Resume(rows, done)
+
+    pending: deque[Future[int]] = deque()
+    written = 0
+    try:
+        for batch in batches:
+            start = 0
+            while start < len(batch):
+                size = pace.size()
+                pending.append(writer.submit_bulk(write, batch[start : start + size]))
+                start += size
+                while pending and (len(pending) > max_pending or pending[0].done()):
+                    written += pending.popleft().result()
+        while pending:
+            written += pending.popleft().result()
+    except BaseException:
+        for future in pending:
+            future.cancel()
+        wait(pending)
+        raise
+    return written
+
+
+def run_in_steps(
+    writer: StoreWriter,
+    step: Callable[[sqlite3.Connection, int], int],
+    *,
+    seconds: float | None = None,
+) -> int:
+    """Call ``step(conn, limit)`` in bulk transactions until it returns 0.
+
+    ``step`` does at most ``limit`` units of work (e.g. deletes that many rows) and returns
+    how many it did; ``limit`` is sized so that one step takes about ``seconds``. Must be
+    called from outside the writer thread.
+
+    Returns
+    -------
+    int
+        The units done in all.
+    """
+    pace = Pace(seconds or SLICE_SECONDS)
+
+    def timed(conn: sqlite3.Connection, limit: int) -> int:
+        started = time.perf_counter()
+        done = step(conn, limit)
+        pace.record(done, time.perf_counter() - started)
+        return done
+
+    total = 0
+    while done := writer.run_bulk(timed, pace.size()):
+        total += done
+    return total
