@@ -37,7 +37,7 @@ def _add_import(sub: argparse._SubParsersAction) -> None:
         help="import a CSV/TSV/JSONL file (optionally .gz) as a dataset",
         description="Import a labelled text file. Columns are detected from common names "
         "(text/sentence/review, premise/hypothesis/sentence1/sentence2, label/sentiment/gold_label, "
-        "id, split) unless given. The import is one transaction: on any error nothing is written.",
+        "id, split) unless given. On any error, a cancel or a kill nothing of the import is kept.",
     )
     p.add_argument("file", type=Path)
     p.add_argument("--name", help="dataset name (default: folder/file name)")

@@ -21,7 +21,7 @@ from engine.counterbias.review import load_candidate, set_decision
 from engine.io import ImportOptions, import_file
 from engine.progress import CancelToken
 from engine.store import ExampleQuery, Project
-from engine.triples import load_triple_records, replace_triples
+from engine.counterbias.triple_store import load_triple_records, replace_triples
 
 REPO = Path(__file__).resolve().parents[2]
 NOW = "2026-01-01T00:00:00"
