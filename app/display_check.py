@@ -139,8 +139,9 @@ def display_problem(
     packages = list(dict.fromkeys(debian_package(lib) for lib in libs))
     fedora = [OTHER_DISTROS[p][0] for p in packages if p in OTHER_DISTROS]
     arch = [OTHER_DISTROS[p][1] for p in packages if p in OTHER_DISTROS]
-    line = (f"Counterbias Studio cannot open a window: Qt needs the system libraries {', '.join(libs)}. "
-            f"Install them with: sudo apt-get install {' '.join(packages)}")
+    what = "the system library" if len(libs) == 1 else "the system libraries"
+    line = (f"Counterbias Studio cannot open a window: Qt needs {what} {', '.join(libs)}. "
+            f"Install {'it' if len(packages) == 1 else 'them'} with: sudo apt-get install {' '.join(packages)}")
     if fedora:
         line += f" (Fedora: sudo dnf install {' '.join(fedora)}; Arch: sudo pacman -S {' '.join(arch)})"
     return line + "."
