@@ -51,6 +51,10 @@ def take_names(names: Sequence[str], index: np.ndarray) -> list[str]:
     return take(index) if take is not None else [names[i] for i in np.asarray(index).tolist()]
 
 
+#: Column of z in the biased-features table (sorted by it, strongest first).
+Z_COLUMN = 2
+
+
 def features_columns(stats: ZStatsResult) -> tuple[list[Column], np.ndarray, dict[str, np.ndarray]]:
     """Columns of the biased-features table: one row per (tested feature, label)."""
     index = np.flatnonzero(stats.tested)
@@ -62,15 +66,16 @@ def features_columns(stats: ZStatsResult) -> tuple[list[Column], np.ndarray, dic
     labels = np.asarray(stats.labels, dtype=object)[lab]
     with np.errstate(invalid="ignore"):
         significant = stats.z[feat, lab] > stats.z_threshold
+    # the deciding numbers first, so that a narrow table still shows them
     columns = [
         Column("Feature", names),
-        Column("Kind", stats.kinds[feat].astype(object)),
         Column("Label", labels),
-        Column("n", stats.n[feat], fmt_int, numeric=True, tooltip="examples holding the feature"),
-        Column("count", stats.counts[feat, lab], fmt_int, numeric=True, tooltip="of which carry this label"),
-        Column("p̂", stats.p_hat[feat, lab], fmt_float(3), numeric=True, tooltip="p̂(label | feature)"),
         Column("z", stats.z[feat, lab], fmt_float(2), numeric=True,
                tooltip=f"z-statistic; significant above z* = {stats.z_threshold:.2f}"),
+        Column("p̂", stats.p_hat[feat, lab], fmt_float(3), numeric=True, tooltip="p̂(label | feature)"),
+        Column("n", stats.n[feat], fmt_int, numeric=True, tooltip="examples holding the feature"),
+        Column("count", stats.counts[feat, lab], fmt_int, numeric=True, tooltip="of which carry this label"),
+        Column("Kind", stats.kinds[feat].astype(object)),
     ]
     keys = {"feature": names, "kind": stats.kinds[feat].astype(str), "label": labels.astype(str),
             "n": stats.n[feat], "significant": significant}
@@ -255,8 +260,8 @@ class StatsPanel(QWidget):
         columns, significant, self._feature_keys = features_columns(stats)
         self.features_model.set_columns(columns, bold=significant)
         self._size_columns(self.features_table)
-        self.features_model.sort(6, Qt.SortOrder.DescendingOrder)
-        self.features_table.horizontalHeader().setSortIndicator(6, Qt.SortOrder.DescendingOrder)
+        self.features_model.sort(Z_COLUMN, Qt.SortOrder.DescendingOrder)
+        self.features_table.horizontalHeader().setSortIndicator(Z_COLUMN, Qt.SortOrder.DescendingOrder)
         if compare is not None:
             rows = compare_zstats(stats, compare)
             dcols, self._delta_keys = delta_columns(rows)

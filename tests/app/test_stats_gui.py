@@ -11,6 +11,7 @@ from app.main_window import MainWindow
 from app.settings import Settings
 from engine.demo import ensure_demo_project
 from widgets.models.array_model import ArrayTableModel
+from widgets.stats_panel import Z_COLUMN
 
 
 @pytest.fixture
@@ -43,12 +44,13 @@ def test_plot_renders_and_table_ranks_words(window, qtbot):
     model = panel.features_model
     top = [model.index(r, 0).data() for r in range(10)]
     assert "great" in top and "bad" in top
-    z_values = [model.index(r, 6).data(ArrayTableModel.SortRole) for r in range(model.rowCount())]
+    assert model.headerData(Z_COLUMN, Qt.Orientation.Horizontal) == "z"
+    z_values = [model.index(r, Z_COLUMN).data(ArrayTableModel.SortRole) for r in range(model.rowCount())]
     assert z_values == sorted(z_values, reverse=True)
     assert all(z > stats.z_threshold for z in z_values)
     # Filters: one label, then a search.
     plot.label_combo.setCurrentText("Negative")
-    assert {model.index(r, 2).data() for r in range(model.rowCount())} == {"Negative"}
+    assert {model.index(r, 1).data() for r in range(model.rowCount())} == {"Negative"}
     panel.search.setText("wors")
     qtbot.waitUntil(lambda: 0 < model.rowCount() < 30)
     assert all("wors" in model.index(r, 0).data() for r in range(model.rowCount()))
