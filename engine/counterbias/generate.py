@@ -150,6 +150,17 @@ class GenerateResult:
 # ---------------------------------------------------------------------------- the job
 
 
+def _rate(done: int, started: float, total: int) -> str:
+    """`` · 3.2 candidates/min, 12 min left`` from the pace so far (empty before the first batch)."""
+    elapsed = time.perf_counter() - started
+    if done <= 0 or elapsed <= 0:
+        return ""
+    per_min = done / elapsed * 60
+    left_min = (total - done) / per_min if per_min > 0 else float("inf")
+    left = f"{left_min:.0f} min left" if left_min >= 1 else "under a minute left"
+    return f" · {per_min:.1f} candidates/min, {left}"
+
+
 def generate_counterbias(
     project: Project,
     dataset_id: int,
@@ -224,6 +235,7 @@ def generate_counterbias(
             slots, result.skipped = _plan(project, dataset, ids, votes, settings, key, fields)
             mapping = _gender_mapping() if settings.swap_gender else {}
             gen_progress = scaled(progress, 0.3, 0.9)
+            gen_started = time.perf_counter()
             for start in range(0, len(slots), chunk_size):
                 token.raise_if_cancelled()
                 chunk = slots[start : start + chunk_size]
@@ -231,8 +243,9 @@ def generate_counterbias(
                 created, failed = project.writer.run(_store_slots, run.id, chunk, key, llm_config, vote_set["id"])
                 result.created.extend(created)
                 result.failed.extend(failed)
-                gen_progress((start + len(chunk)) / max(len(slots), 1),
-                             f"counterbias: {start + len(chunk)}/{len(slots)} candidates")
+                done = start + len(chunk)
+                gen_progress(done / max(len(slots), 1),
+                             f"counterbias: {done}/{len(slots)} candidates{_rate(done, gen_started, len(slots))}")
             members = list(judge) if judge is not None else list(vote_set["params"].get("models") or [])
             if members and result.created:
                 from engine.counterbias.verify import judge_candidates

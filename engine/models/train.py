@@ -122,7 +122,9 @@ def train_ensemble(
     overwrite
         Retrain members whose stored configuration differs instead of raising.
     progress, cancel
-        Progress callback (each member gets an equal slice) and cancel token.
+        Progress callback and cancel token. Each member's slice of the progress is its share of
+        the estimated cost (:func:`member_cost`), so the ETA shown for the whole ensemble reflects
+        what remains (a 12-layer member is not counted like a 3-layer one).
 
     Returns
     -------
@@ -130,16 +132,34 @@ def train_ensemble(
     """
     cancel = ensure_token(cancel)
     results: list[MemberResult] = []
-    n = len(config.members)
+    costs = [member_cost(spec) for spec in config.members]
+    total = sum(costs) or 1.0
+    bounds = [sum(costs[:i]) / total for i in range(len(costs) + 1)]
     with recorded_run(project, "train", dataset_id, {"ensemble": config.to_dict()}) as run:
         for i, spec in enumerate(config.members):
-            sub = scaled(progress, i / n, (i + 1) / n)
+            sub = scaled(progress, bounds[i], bounds[i + 1])
             results.append(
                 train_member(project, dataset_id, spec, overwrite=overwrite, progress=sub, cancel=cancel, run_id=run.id)
             )
         run.result = {r.model.name: {"dev_accuracy": r.dev_accuracy, "skipped": r.skipped} for r in results}
     progress(1.0, "Ensemble trained")
     return EnsembleResult(tuple(results), config.threshold, run.id)
+
+
+def member_cost(spec: MemberSpec) -> float:
+    """Relative training cost of a member: backbone cost per token × tokens per input × epochs.
+
+    Only ratios between members matter (they split an ensemble's progress). An unknown backbone
+    counts as MiniLM-L6.
+    """
+    from engine.errors import CounterbiasError
+    from engine.models.registry import get_backbone
+
+    try:
+        per_token = get_backbone(spec.backbone, **dict(spec.backbone_params)).relative_cost()
+    except CounterbiasError:
+        per_token = 1.0
+    return max(per_token, 1e-6) * spec.train.max_length * spec.train.epochs
 
 
 def train_member(
