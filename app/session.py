@@ -117,8 +117,7 @@ class Session(QObject):
 
     def close_project(self) -> None:
         """Close the current project (if any); every view is told."""
-        if self._project is not None:
-            self._project.close()
+        self._close_current()
         self._project = None
         self._datasets = []
         self._stats = {}
@@ -190,9 +189,17 @@ class Session(QObject):
         self.statsChanged.emit(stats)
 
     # ------------------------------------------------------------------ internals
+    def _close_current(self) -> None:
+        """Close the open project and forget the members loaded from it (their memory is freed)."""
+        if self._project is None:
+            return
+        from engine.models.loading import clear_cache
+
+        self._project.close()
+        clear_cache()
+
     def _set(self, project: Project) -> Project:
-        if self._project is not None:
-            self._project.close()
+        self._close_current()
         self._project = project
         self._dataset = None
         self._stats = {}

@@ -6,7 +6,7 @@ import contextlib
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Precision", "autocast", "resolve_device", "resolve_precision"]
+__all__ = ["Precision", "autocast", "release_memory", "resolve_device", "resolve_precision"]
 
 
 def resolve_device(name: str = "auto") -> Any:
@@ -60,3 +60,26 @@ def autocast(device: Any, precision: Precision) -> contextlib.AbstractContextMan
     if precision.dtype is None:
         return contextlib.nullcontext()
     return torch.autocast(device_type=device.type, dtype=precision.dtype)
+
+
+def release_memory() -> None:
+    """Give memory of models no longer referenced back: collect cycles, empty the CUDA cache, and
+    on glibc return freed heap pages to the system (``malloc_trim``), so that the process does not
+    keep gigabytes resident after a training or attribution job ends or is cancelled."""
+    import ctypes
+    import ctypes.util
+    import gc
+    import sys
+
+    gc.collect()
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available():
+        torch.cuda.empty_cache()
+    if sys.platform.startswith("linux"):
+        name = ctypes.util.find_library("c")
+        try:
+            libc = ctypes.CDLL(name) if name else None
+            if libc is not None and hasattr(libc, "malloc_trim"):
+                libc.malloc_trim(0)
+        except OSError:
+            pass

@@ -35,6 +35,7 @@ import numpy as np
 from engine.models.checkpoint import TrainState, load_optimizer, load_weights, save_optimizer, save_weights
 from engine.models.config import EnsembleConfig, MemberSpec
 from engine.models.data import Example, TrainingData, training_data
+from engine.models.device import release_memory
 from engine.models.errors import ModelConfigMismatchError, require
 from engine.models.store import (
     ModelInfo,
@@ -205,7 +206,13 @@ def train_member(
     require("transformers")
     data = training_data(project, dataset_id, spec)
     trainer = _Trainer(spec, data, folder, config_hash, progress, cancel)
-    trainer.run()
+    try:
+        trainer.run()
+    finally:
+        # the weights are on disk (or the run failed): the model and optimizer are not needed any more,
+        # and a cancelled or failed member must not keep gigabytes resident
+        trainer.release()
+        release_memory()
 
     dataset = project.dataset(dataset_id)
     params = {
@@ -329,6 +336,12 @@ class _Trainer:
         self.folder.mkdir(parents=True)
 
     # ------------------------------------------------------------------ run
+    def release(self) -> None:
+        """Drop the model, optimizer and tokenizer (the state and metrics stay)."""
+        for attr in ("model", "optimizer", "scaler", "tokenizer"):
+            if hasattr(self, attr):
+                setattr(self, attr, None)
+
     def run(self) -> None:
         import torch
 
