@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from app.controllers.base import PanelController
 from app.jobs import Job, JobRunner
 from app.session import Session

@@ -3,7 +3,6 @@ return to the event loop within 50 ms and are stored; the import still completes
 
 from __future__ import annotations
 
-import sqlite3
 import time
 
 from app.jobs import JobStatus
@@ -11,14 +10,11 @@ from app.main_window import MainWindow
 from app.settings import Settings
 from engine.counterbias.review import load_candidate
 from engine.counterbias.triple_store import load_triple_records
-from engine.io import ImportOptions, import_file
+from engine.io import ImportOptions
 from engine.io.mapping import ColumnMapping
 from engine.io.readers import ReadOptions
-from engine.store import ExampleQuery
+from tests.seeding import seed_review_state
 from widgets.import_wizard import ImportRequest
-
-NOW = "2026-01-01T00:00:00"
-
 
 def _big_csv(path, rows: int):
     with open(path, "w", encoding="utf-8", newline="") as f:
@@ -26,25 +22,6 @@ def _big_csv(path, rows: int):
         for i in range(rows):
             f.write(f"review {i} of a film that was {'good' if i % 2 else 'bad'},{'pos' if i % 2 else 'neg'}\n")
     return path
-
-
-def _seed(project, tmp_path):
-    small = tmp_path / "small.csv"
-    small.write_text("text,label\nThe film was great.,pos\nThe film was awful.,neg\n", encoding="utf-8")
-    ds = import_file(project, small, options=ImportOptions(name="existing")).dataset
-    example = int(project.example_ids(ExampleQuery(ds.id))[0])
-
-    def add(conn: sqlite3.Connection) -> int:
-        run = conn.execute("INSERT INTO runs (kind, dataset_id, started_at) VALUES ('generate', ?, ?)",
-                           (ds.id, NOW)).lastrowid
-        conn.execute("INSERT INTO triples (run_id, example_id, field, sentence_index, ord, subject, predicate, "
-                     "object, created_at) VALUES (?, ?, 'text', 0, 0, 'the film', 'was', 'great', ?)",
-                     (run, example, NOW))
-        return conn.execute("INSERT INTO candidates (run_id, example_id, method, target_label, text, status, "
-                            "created_at) VALUES (?, ?, 'coba', 'neg', 'The film was dreadful.', 'accepted', ?)",
-                            (run, example, NOW)).lastrowid
-
-    return ds, example, project.writer.run(add)
 
 
 def _streaming(project) -> bool:
@@ -59,7 +36,7 @@ def test_review_decision_and_triple_edit_do_not_wait_behind_an_import(qtbot, tmp
     window.resize(1400, 900)
     window.show()
     project = window.session.new_project(tmp_path / "p.cbproj")
-    dataset, example, candidate = _seed(project, tmp_path)
+    dataset, example, candidate = seed_review_state(project, tmp_path)
     window.session.refresh_datasets(select=dataset.id)
     window.show_review_tab()
     window.examples.table.selectRow(0)

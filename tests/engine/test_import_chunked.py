@@ -22,9 +22,9 @@ from engine.io import ImportOptions, import_file
 from engine.progress import CancelToken
 from engine.store import ExampleQuery, Project
 from engine.counterbias.triple_store import load_triple_records, replace_triples
+from tests.seeding import NOW, seed_review_state
 
 REPO = Path(__file__).resolve().parents[2]
-NOW = "2026-01-01T00:00:00"
 
 
 def _snapshot(project: Project) -> str:
@@ -49,21 +49,7 @@ def _big_csv(path: Path, rows: int, *, bad_last: bool = False) -> Path:
 @pytest.fixture
 def seeded(project: Project, tmp_path: Path) -> Project:
     """A project with a small dataset 'existing', one candidate and one triple on its first example."""
-    small = tmp_path / "small.csv"
-    small.write_text("text,label\nThe film was great.,pos\nThe film was awful.,neg\n", encoding="utf-8")
-    ds = import_file(project, small, options=ImportOptions(name="existing")).dataset
-    example = int(project.example_ids(ExampleQuery(ds.id))[0])
-
-    def add(conn: sqlite3.Connection) -> None:
-        run = conn.execute("INSERT INTO runs (kind, dataset_id, started_at) VALUES ('generate', ?, ?)",
-                           (ds.id, NOW)).lastrowid
-        conn.execute("INSERT INTO triples (run_id, example_id, field, sentence_index, ord, subject, predicate, "
-                     "object, created_at) VALUES (?, ?, 'text', 0, 0, 'the film', 'was', 'great', ?)",
-                     (run, example, NOW))
-        conn.execute("INSERT INTO candidates (run_id, example_id, method, target_label, text, status, created_at) "
-                     "VALUES (?, ?, 'coba', 'neg', 'The film was dreadful.', 'accepted', ?)", (run, example, NOW))
-
-    project.writer.run(add)
+    seed_review_state(project, tmp_path)
     return project
 
 
