@@ -112,18 +112,25 @@ class HeaderInfo:
     duplicates: dict[str, list[int]] = field(default_factory=dict)  # name -> 1-based column positions
     renamed: dict[str, list[str]] = field(default_factory=dict)  # name -> names used, in order
 
-    def warning(self) -> DataWarning | None:
+    def warning(self, mapping: dict[str, str | None] | None = None) -> DataWarning | None:
+        """The CB250 warning, naming the column each mapped role uses (``mapping``: role -> column)."""
         if not self.duplicates:
             return None
-        parts = [
-            f"{name!r} {len(cols)} times (columns {', '.join(map(str, cols))}: read as "
-            f"{', '.join(repr(n) for n in self.renamed[name])})"
-            for name, cols in self.duplicates.items()
-        ]
+        parts = []
+        for name, cols in self.duplicates.items():
+            names = self.renamed[name]
+            used = [
+                f"the {role} column is {column!r} (column {cols[names.index(column)]})"
+                for role, column in (mapping or {}).items() if column in names
+            ]
+            parts.append(
+                f"{name!r} {len(cols)} times (columns {', '.join(map(str, cols))}, read as "
+                f"{', '.join(repr(n) for n in names)})" + (": " + ", ".join(used) if used else "")
+            )
         return DataWarning(
             "CB250",
-            "the header names " + "; ".join(parts) + ". A mapping to the plain name uses the first of them; "
-            "map the renamed column to use another one.",
+            "the header names " + "; ".join(parts) + ". The plain name means the first of them; "
+            "map a renamed column to use another one.",
             count=sum(len(c) for c in self.duplicates.values()),
         )
 
@@ -279,8 +286,8 @@ class RowChecks:
             out.append(DataWarning(
                 "CB252",
                 f"{self.nonfinite.count:,} row{'s' if self.nonfinite.count > 1 else ''} hold JSON NaN or Infinity "
-                f"in {cols}; such values are read as empty.{label_note}"
-                f"{_rows_text(self.nonfinite.rows, self.nonfinite.count)}",
+                f"in {cols}{_rows_text(self.nonfinite.rows, self.nonfinite.count)}; such values are read as "
+                f"empty.{label_note}",
                 count=self.nonfinite.count, rows=tuple(self.nonfinite.rows),
             ))
         if self.nul.count:

@@ -45,7 +45,7 @@ from engine.io.sniffing import (
     looks_binary,
     utf16_byte_order,
 )
-from engine.io.sources import InputStream, open_input, read_head
+from engine.io.sources import InputStream, check_path, open_input, read_head
 
 FORMATS = ("csv", "tsv", "jsonl")
 DELIMITER_NAMES = {",": "comma", "\t": "tab", ";": "semicolon", "|": "pipe"}
@@ -276,6 +276,9 @@ class TableReader:
     def __init__(self, path: str | Path, options: ReadOptions | None = None) -> None:
         self.path = Path(path)
         options = options or ReadOptions()
+        check_path(self.path)
+        if (options.format if options.format != "auto" else format_from_name(self.path)) not in FORMATS:
+            options.resolved(self.path, b"")  # raises UnsupportedFormatError
         raw_head, head = read_head(self.path)
         encoding = resolve_encoding(self.path, options.encoding, raw_head, head)
         self.options = replace(options, encoding=encoding).resolved(self.path, head)
@@ -284,6 +287,8 @@ class TableReader:
         self.header_info = HeaderInfo()
         #: Columns of the row last yielded that held JSON NaN/Infinity (read as ``None``).
         self.row_nonfinite: tuple[str, ...] = ()
+        #: The column mapping in use, if the caller sets it (named in warnings).
+        self.mapping: Any = None
         self._source: InputStream = open_input(self.path)
         self._raw = self._source.stream
         self._tracker = _ProgressTracker(self._source)
@@ -315,7 +320,7 @@ class TableReader:
     @property
     def warnings(self) -> list[DataWarning]:
         """Warnings about the file's structure found so far (duplicate header names)."""
-        warning = self.header_info.warning()
+        warning = self.header_info.warning(self.mapping.as_dict() if self.mapping is not None else None)
         return [warning] if warning else []
 
     def close(self) -> None:
