@@ -134,7 +134,7 @@ def preview_file(path: str | Path, options: ReadOptions | None = None, *, n_rows
             try:
                 item = next(records, None)
             except CounterbiasError as exc:
-                if len(rows) < n_rows and not rows:
+                if len(rows) < n_rows:
                     raise
                 problem = exc
                 break
