@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import gzip
 
+import pytest
+
 from engine import errors
 from engine.cli import main
 from engine.io import ImportOptions, ReadOptions, import_file, preview_file
@@ -145,3 +147,17 @@ def test_cli_latin1_hint(seeded, tmp_path, capsys):  # noqa: F811
     assert main(["-q", "import", str(seeded.path), str(path)]) == 3
     assert "--encoding cp1252" in capsys.readouterr().err
     assert main(["-q", "import", str(seeded.path), str(path), "--encoding", "cp1252"]) == 0
+
+
+@pytest.mark.parametrize("text, encoding, expected", [
+    ("Größe und Übermut schön", "latin-1", "cp1252"),
+    ("El niño comió piña mañana", "latin-1", "cp1252"),
+    ("Rødgrød med fløde på bordet", "latin-1", "cp1252"),
+    ("Zażółć gęślą jaźń, proszę", "cp1250", "cp1250"),
+    ("Příliš žluťoučký kůň úpěl ďábelské ódy", "cp1250", "cp1250"),
+    ("Съешь же ещё этих мягких булок", "cp1251", "cp1251"),
+    ("Καλημέρα κόσμε", "cp1253", "cp1253"),
+])
+def test_single_byte_code_pages_are_told_apart(text, encoding, expected):
+    sample = ("text,label\n" + "".join(f"{text} {i},pos\n" for i in range(20))).encode(encoding)
+    assert guess_encoding(sample).encoding == expected
