@@ -182,6 +182,70 @@ class MappingError(ImportDataError):
     code = "CB213"
 
 
+# Reading input files (issue 15). Codes CB250-CB259 are *warnings* about data that imports
+# but is probably not what the user meant: see :mod:`engine.io.checks`.
+
+
+class InputNotFoundError(ImportDataError):
+    """The input path does not exist."""
+
+    code = "CB240"
+
+
+class NotAFileError(ImportDataError):
+    """The input path is a folder or a device, not a regular file."""
+
+    code = "CB241"
+
+
+class FileReadError(ImportDataError):
+    """The operating system refused to read the file (permissions, I/O error)."""
+
+    code = "CB242"
+
+
+class CompressionError(ImportDataError):
+    """A ``.gz`` file is truncated, corrupt or not gzip-compressed at all."""
+
+    code = "CB243"
+
+
+class BinaryFileError(ImportDataError):
+    """The file is an archive, a spreadsheet or other binary data, not a text table."""
+
+    code = "CB244"
+
+
+class JsonNumberTooLongError(MalformedJsonError):
+    """A JSON integer has more digits than Python converts safely."""
+
+    code = "CB245"
+
+
+class JsonTooDeepError(MalformedJsonError):
+    """A JSON value is nested too deeply to parse."""
+
+    code = "CB246"
+
+
+class InvalidCharacterError(ImportDataError):
+    """A value holds a code point that is not a character (a lone surrogate escape)."""
+
+    code = "CB247"
+
+
+class DuplicateColumnError(MappingError):
+    """A detected column name appears more than once in the header."""
+
+    code = "CB248"
+
+
+class UnknownEncodingError(EncodingError):
+    """The chosen text encoding does not exist."""
+
+    code = "CB249"
+
+
 # --------------------------------------------------------------------------- export
 
 

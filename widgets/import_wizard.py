@@ -4,6 +4,11 @@ The dialog does not import by itself: it emits :attr:`ImportWizard.importRequest
 :class:`ImportRequest`, and the application runs the import as a job and reports back with
 :meth:`ImportWizard.show_error` (the dialog stays open, the error shown in place) or
 :meth:`ImportWizard.accept`.
+
+Warnings about the data (duplicate header names, labels with invisible characters, NaN
+labels, NUL bytes, duplicate ids, very many classes; :mod:`engine.io.checks`) found in the
+first rows are shown below the preview before importing, and follow mapping changes;
+:meth:`ImportWizard.show_warnings` shows an import result's warnings.
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ from PySide6.QtWidgets import (
 )
 
 from engine.errors import CounterbiasError
-from engine.io import ColumnMapping, ImportOptions, Preview, ReadOptions, preview_file
+from engine.io import ColumnMapping, DataWarning, ImportOptions, Preview, ReadOptions, preview_file
 from engine.store import DatasetInfo
 
 NONE = "—"
@@ -138,6 +143,12 @@ class ImportWizard(QDialog):
         self.error_label.setObjectName("importError")
         self.error_label.setStyleSheet("QLabel#importError { color: #b00020; padding: 4px; }")
         self.error_label.hide()
+        self.warning_label = QLabel(wordWrap=True,
+                                    textInteractionFlags=Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.warning_label.setObjectName("importWarnings")
+        self.warning_label.setStyleSheet("QLabel#importWarnings { color: #8a5300; padding: 4px; }")
+        self.warning_label.hide()
+        self.warnings: list[DataWarning] = []
 
         self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Cancel)
         self.import_button = self.buttons.addButton("Import", QDialogButtonBox.ButtonRole.AcceptRole)
@@ -155,6 +166,7 @@ class ImportWizard(QDialog):
         layout.addWidget(QLabel("First rows:"))
         layout.addWidget(self.preview_table, 1)
         layout.addWidget(self.error_label)
+        layout.addWidget(self.warning_label)
         layout.addWidget(self.buttons)
 
         self.path_edit.editingFinished.connect(self._refresh.start)
@@ -216,6 +228,17 @@ class ImportWizard(QDialog):
         self.error_label.setText(text)
         self.error_label.show()
 
+    def show_warnings(self, warnings: list[DataWarning]) -> None:
+        """Show data warnings (code, message) below the preview; an empty list hides the area."""
+        self.warnings = list(warnings)
+        if not warnings:
+            self.warning_label.clear()
+            self.warning_label.hide()
+            return
+        items = "".join(f"<li><b>[{w.code}]</b> {_escape(w.message)}</li>" for w in warnings)
+        self.warning_label.setText(f"<b>Warnings</b> (the import goes ahead; check these):<ul>{items}</ul>")
+        self.warning_label.show()
+
     def clear_error(self) -> None:
         self.error_label.clear()
         self.error_label.hide()
@@ -228,16 +251,15 @@ class ImportWizard(QDialog):
     # ------------------------------------------------------------------ preview
     def refresh_preview(self) -> None:
         """Re-read the first rows with the current options."""
-        path = Path(self.path_edit.text().strip())
+        text = self.path_edit.text().strip()
         self._preview = None
         self.import_button.setEnabled(False)
-        if not path.name or not path.is_file():
-            if path.name:
-                self.show_error(FileNotFoundError(f"No file at {path}"))
+        self.show_warnings([])
+        if not text:
             return
         try:
-            preview = preview_file(path, self.read_options())
-        except (CounterbiasError, OSError) as exc:
+            preview = preview_file(Path(text), self.read_options())
+        except (CounterbiasError, OSError) as exc:  # named errors: missing file, folder, encoding, …
             self._fill_table([], [])
             self.show_error(exc)
             return
@@ -246,6 +268,8 @@ class ImportWizard(QDialog):
         self._fill_table(preview.header, preview.rows)
         self._set_mapping(preview.header, preview.mapping)
         self.import_button.setEnabled(True)
+        if preview.problem is not None:  # further down than the rows shown; the import would stop there
+            self.show_error(preview.problem)
 
     def _fill_table(self, header: list[str], rows: list[dict]) -> None:
         table = self.preview_table
@@ -282,6 +306,8 @@ class ImportWizard(QDialog):
 
     def _mapping_changed(self) -> None:
         mapping = self.mapping()
+        if self._preview is not None:
+            self.show_warnings(self._preview.check(mapping))
         if mapping.task == "pair":
             self.task_label.setText("Task: <b>pairs</b> (premise + hypothesis, e.g. NLI)")
         else:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +62,7 @@ def _add_import(sub: argparse._SubParsersAction) -> None:
 
 def _run_import(args: argparse.Namespace, progress: StderrProgress, cancel: CancelToken) -> int:
     from engine.io import ColumnMapping, ImportOptions, ReadOptions, detect_mapping, import_file
+    from engine.io.importer import check_unambiguous
     from engine.io.readers import TableReader
     from engine.store import Project
 
@@ -76,10 +78,13 @@ def _run_import(args: argparse.Namespace, progress: StderrProgress, cancel: Canc
     if any(given.values()):
         with TableReader(args.file, read) as reader:
             detected = detect_mapping(reader.header).as_dict()
+            header_info = reader.header_info
         if given["premise"] or given["hypothesis"] or given["text"]:
             for role in ("text", "premise", "hypothesis"):
                 detected[role] = None
         mapping = ColumnMapping(**{r: given[r] or detected[r] for r in given})
+        # Roles filled by detection must not land on a repeated column name (text,text,label).
+        check_unambiguous(mapping, header_info, args.file.name, tuple(r for r in given if not given[r]))
     with Project.open(args.project) as project:
         append_to = project.dataset(args.append_to).id if args.append_to else None
         result = import_file(
@@ -108,10 +113,13 @@ def _run_import(args: argparse.Namespace, progress: StderrProgress, cancel: Canc
                 "skipped_empty_text": result.skipped_empty_text,
                 "skipped_missing_label": result.skipped_missing_label,
                 "seconds": round(result.seconds, 2),
+                "warnings": [w.as_dict() for w in result.warnings],
             },
             indent=2,
         )
     )
+    for warning in result.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     return EXIT_OK
 
 

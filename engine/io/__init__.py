@@ -1,5 +1,6 @@
 """Import (CSV, TSV, JSONL, optionally gzip) and export (CSV, JSONL) of datasets."""
 
+from engine.io.checks import DataWarning
 from engine.io.escaping import escape_cell, unescape_cell
 from engine.io.exporter import ExportResult, export_dataset
 from engine.io.importer import ImportOptions, ImportResult, Preview, import_file, preview_file
@@ -8,6 +9,7 @@ from engine.io.readers import ReadOptions
 
 __all__ = [
     "ColumnMapping",
+    "DataWarning",
     "ExportResult",
     "ImportOptions",
     "ImportResult",

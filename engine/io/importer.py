@@ -22,12 +22,14 @@ from typing import Any
 
 from engine.errors import (
     DatasetNameTakenError,
+    DuplicateColumnError,
     EmptyTextError,
     Location,
     MissingLabelError,
     ProjectError,
     SingleClassError,
 )
+from engine.io.checks import DataWarning, HeaderInfo, RowChecks, clean_label
 from engine.io.escaping import unescape_cell
 from engine.io.mapping import ColumnMapping, detect_mapping
 from engine.io.readers import ReadOptions, TableReader
@@ -74,7 +76,12 @@ class ImportOptions:
 
 @dataclass
 class ImportResult:
-    """What an import wrote."""
+    """What an import wrote.
+
+    ``warnings`` lists what imported but probably is not what was meant (duplicate header
+    names, labels with invisible characters, NaN labels, NUL bytes, duplicate ids, very many
+    classes): see :mod:`engine.io.checks`.
+    """
 
     dataset: DatasetInfo
     rows: int
@@ -82,43 +89,107 @@ class ImportResult:
     skipped_missing_label: int = 0
     label_counts: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
+    warnings: list[DataWarning] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
 class Preview:
-    """The first rows of a file with the detected options and mapping (for the import wizard)."""
+    """The first rows of a file with the detected options and mapping (for the import wizard).
+
+    ``warnings`` are those found in the first ``scan_rows`` rows with the detected mapping;
+    :meth:`check` recomputes them for another mapping. ``problem`` is a named error met
+    after the displayed rows (the import would stop there), or ``None``.
+    """
 
     header: list[str]
     rows: list[dict[str, Any]]
     options: ReadOptions
     mapping: ColumnMapping
+    warnings: list[DataWarning] = field(default_factory=list)
+    problem: Exception | None = None
+    header_info: HeaderInfo = field(default_factory=HeaderInfo)
+    sample: list[tuple[int, dict[str, Any], tuple[str, ...]]] = field(default_factory=list, repr=False)
+
+    def check(self, mapping: ColumnMapping) -> list[DataWarning]:
+        """The warnings the scanned rows give with ``mapping`` (duplicate header names included)."""
+        return _scan_warnings(self.header_info, self.sample, mapping)
 
 
-def preview_file(path: str | Path, options: ReadOptions | None = None, *, n_rows: int = 50) -> Preview:
+def preview_file(path: str | Path, options: ReadOptions | None = None, *, n_rows: int = 50,
+                 scan_rows: int = 5000) -> Preview:
     """Read the header and up to ``n_rows`` rows and guess the column mapping.
 
-    Raises the same named errors as :func:`import_file` for problems in those rows.
+    Up to ``scan_rows`` rows are read to look for warnings (:mod:`engine.io.checks`). Raises
+    the same named errors as :func:`import_file` for problems in the displayed rows; one
+    further down is returned as ``Preview.problem``.
     """
+    from engine.errors import CounterbiasError
+
     with TableReader(path, options) as reader:
-        rows = []
-        for _, _, record in reader.records():
-            rows.append(record)
-            if len(rows) >= n_rows:
+        rows: list[dict[str, Any]] = []
+        sample: list[tuple[int, dict[str, Any], tuple[str, ...]]] = []
+        problem: Exception | None = None
+        records = reader.records()
+        while len(sample) < max(scan_rows, n_rows):
+            try:
+                item = next(records, None)
+            except CounterbiasError as exc:
+                if len(rows) < n_rows:
+                    raise
+                problem = exc
                 break
-        return Preview(reader.header, rows, reader.options, detect_mapping(reader.header))
+            if item is None:
+                break
+            row_no, _, record = item
+            sample.append((row_no, record, reader.row_nonfinite))
+            if len(rows) < n_rows:
+                rows.append(record)
+        mapping = detect_mapping(reader.header)
+        return Preview(reader.header, rows, reader.options, mapping,
+                       warnings=_scan_warnings(reader.header_info, sample, mapping), problem=problem,
+                       header_info=reader.header_info, sample=sample)
+
+
+def _scan_warnings(header_info: HeaderInfo, sample: list[tuple[int, dict[str, Any], tuple[str, ...]]],
+                   mapping: ColumnMapping) -> list[DataWarning]:
+    """Warnings for rows already read (the preview's): same checks as the import's."""
+    out = [w for w in [header_info.warning(mapping.as_dict())] if w]
+    checks = RowChecks(mapping.label, mapping.id)
+    labels = _LabelSet(checks=checks)
+    for row_no, record, nonfinite in sample:
+        checks.note_nonfinite(row_no, nonfinite)
+        for column in {*mapping.text_columns.values(), mapping.label, mapping.id, mapping.split}:
+            value = record.get(column) if column else None
+            if isinstance(value, str):
+                checks.strip_nul(value, row_no, column)  # type: ignore[arg-type]
+        raw = record.get(mapping.label) if mapping.label else None
+        if isinstance(raw, str) and raw.strip():
+            labels.normalise(raw.replace("\x00", ""), row_no)
+        if mapping.id and record.get(mapping.id):
+            checks.ext_id(record[mapping.id], row_no)
+    return out + checks.warnings(labels.counts, len(sample))
 
 
 class _LabelSet:
-    """Labels normalised: surrounding space dropped; spellings differing only in case merge."""
+    """Labels normalised: NFC, invisible characters and surrounding space dropped (see
+    :func:`engine.io.checks.clean_label`); spellings differing only in case merge."""
 
-    def __init__(self, existing: list[str] | None = None) -> None:
+    def __init__(self, existing: list[str] | None = None, checks: RowChecks | None = None) -> None:
         self.canonical: dict[str, str] = {}
         self.counts: dict[str, int] = {}
+        self.checks = checks
+        self._cache: dict[str, str] = {}
         for label in existing or []:
             self.canonical.setdefault(label.casefold(), label)
 
-    def normalise(self, raw: str) -> str:
-        value = raw.strip()
+    def normalise(self, raw: str, row: int = 0) -> str:
+        value = self._cache.get(raw)
+        if value is None:
+            value = clean_label(raw)
+            if len(self._cache) < 100_000:
+                self._cache[raw] = value
+        if self.checks is not None and value != raw and value != raw.strip():
+            self.checks.label(raw, value, row)
         label = self.canonical.setdefault(value.casefold(), value)
         self.counts[label] = self.counts.get(label, 0) + 1
         return label
@@ -198,8 +269,11 @@ def import_file(
 
     progress(0.0, f"Reading {path.name}")
     with TableReader(path, read_options) as reader:
-        mapping = mapping or detect_mapping(reader.header)
+        if mapping is None:
+            mapping = detect_mapping(reader.header)
+            check_unambiguous(mapping, reader.header_info, path.name)
         mapping.validate(reader.header, path.name)
+        reader.mapping = mapping
         if target is not None and target.task != mapping.task:
             raise ProjectError(
                 f"{target.name!r} is a {target.task} dataset but the mapping describes a {mapping.task} task.",
@@ -208,10 +282,11 @@ def import_file(
         unescape = options.unescape_formulas
         if unescape is None:
             unescape = reader.options.format != "jsonl" and all(c in reader.header for c in PROVENANCE_COLUMNS)
-        labels = _LabelSet(target.labels if target else None)
+        checks = RowChecks(mapping.label, mapping.id)
+        labels = _LabelSet(target.labels if target else None, checks)
         counters = {"empty": 0, "missing": 0}
         batches = _batches(reader, mapping, options, labels, counters, unescape, cancel, progress,
-                           project.writer.wait_for_ordinary)
+                           project.writer.wait_for_ordinary, checks)
         params = {
             "file": str(path),
             "mapping": mapping.as_dict(),
@@ -228,6 +303,9 @@ def import_file(
             try:
                 rows = write_stream(project.writer, _RowWriter(staged), batches)
                 _check_classes(labels, rows, path, mapping)
+                _, _, repeated = checks.duplicate_ids()
+                id_values = project.writer.run(_ext_ids_at, staged, repeated) if repeated else None
+                warnings = reader.warnings + checks.warnings(labels.counts, rows, id_values)
                 project.writer.run(_finish, staged, target=target, labels=labels, params=params, rows=rows)
             except BaseException:
                 _discard(project, staged)
@@ -240,7 +318,38 @@ def import_file(
         skipped_missing_label=counters["missing"],
         label_counts=dict(sorted(labels.counts.items())),
         seconds=time.perf_counter() - started,
+        warnings=warnings,
     )
+
+
+def check_unambiguous(mapping: ColumnMapping, header_info: HeaderInfo, file: str,
+                      roles: tuple[str, ...] = ("text", "premise", "hypothesis", "label", "id", "split")) -> None:
+    """Refuse a *detected* mapping that uses a column name the header repeats.
+
+    With ``text,text,label`` it is unclear which ``text`` column holds the text, so the
+    import stops and says how to choose (the columns are read as ``text`` and ``text.1``).
+    A mapping the user chose explicitly is used as given (the CB250 warning says which).
+
+    Raises
+    ------
+    DuplicateColumnError
+    """
+    chosen = mapping.as_dict()
+    for role in roles:
+        column = chosen.get(role)
+        if column and column in header_info.duplicates:
+            if role == "text" and mapping.task == "pair":
+                continue
+            cols = header_info.duplicates[column]
+            names = header_info.renamed[column]
+            options = " or ".join(f"{n!r} (column {c})" for n, c in zip(names, cols))
+            raise DuplicateColumnError(
+                f"the header names {column!r} {len(cols)} times (columns {', '.join(map(str, cols))}) "
+                f"and it is the detected {role} column, so which one holds the {role} is ambiguous.",
+                f"Choose it explicitly: {options} (CLI: --{role}-col {names[-1]!r}; GUI: the {role.title()} "
+                "column), or rename the columns in the file.",
+                location=Location(file, line=1, column=column),
+            )
 
 
 def _batches(
@@ -253,6 +362,7 @@ def _batches(
     cancel: CancelToken,
     progress: ProgressFn,
     pause: Callable[[], None],
+    checks: RowChecks,
 ) -> Iterator[list[tuple]]:
     """Validated example tuples in batches of :data:`BATCH_ROWS` (runs on the caller's thread).
 
@@ -271,14 +381,18 @@ def _batches(
             pause()
         texts: dict[str, str | None] = {"text": None, "premise": None, "hypothesis": None}
         skip = False
+        if reader.row_nonfinite:
+            checks.note_nonfinite(row_no, reader.row_nonfinite)
         for fld, column in text_columns.items():
             value = record.get(column)
+            if value is not None and "\x00" in value:
+                value = checks.strip_nul(value, row_no, column)
             if value is None or not value.strip():
                 if options.skip_empty_text:
                     skip = True
                     break
                 raise EmptyTextError(
-                    "the text is empty.",
+                    "the text is empty" + (" (JSON NaN/Infinity)." if column in reader.row_nonfinite else "."),
                     "Fill in or remove the row, or tick 'Skip rows with empty text' (CLI: --skip-empty-text).",
                     location=Location(file, row=row_no, line=line_no, column=column),
                 )
@@ -287,18 +401,27 @@ def _batches(
             counters["empty"] += 1
             continue
         raw_label = record.get(mapping.label)  # type: ignore[arg-type]
-        if raw_label is None or not raw_label.strip():
+        if raw_label is not None and "\x00" in raw_label:
+            raw_label = checks.strip_nul(raw_label, row_no, mapping.label)  # type: ignore[arg-type]
+        if raw_label is None or not clean_label(raw_label):
             if options.skip_missing_labels:
                 counters["missing"] += 1
                 continue
+            nan = mapping.label in reader.row_nonfinite
             raise MissingLabelError(
-                "the label is missing.",
+                "the label is missing" + (" (JSON NaN/Infinity is not a label)." if nan else "."),
                 "Fill in or remove the row, or tick 'Skip rows without a label' (CLI: --skip-missing-labels).",
                 location=Location(file, row=row_no, line=line_no, column=mapping.label),
             )
-        label = labels.normalise(fix(raw_label))
+        label = labels.normalise(fix(raw_label), row_no)
         ext_id = fix(record[mapping.id]) if mapping.id and record.get(mapping.id) else None
+        if ext_id is not None:
+            if "\x00" in ext_id:
+                ext_id = checks.strip_nul(ext_id, row_no, mapping.id)  # type: ignore[arg-type]
+            checks.ext_id(ext_id, row_no)
         split = (record.get(mapping.split) or "").strip() if mapping.split else ""
+        if "\x00" in split:
+            split = checks.strip_nul(split, row_no, mapping.split).strip()  # type: ignore[arg-type]
         source, method, target_label, meta = "original", None, None, None
         if has_provenance:
             source, method, target_label, meta = _provenance(record, fix)
@@ -375,6 +498,19 @@ class _RowWriter:
             ((dataset_id, position + k, i) for k, i in enumerate(ids)),
         )
         self.position = position + len(rows)
+
+
+def _ext_ids_at(conn: sqlite3.Connection, staged: staging.Staged, indices: list[int]) -> list[str]:
+    """The ids of the staged rows written ``indices``-th (0-based) by this import."""
+    out = []
+    for k in indices:
+        row = conn.execute(
+            "SELECT e.ext_id FROM dataset_members m JOIN examples e ON e.id = m.example_id "
+            "WHERE m.dataset_id = ? AND m.position = ?",
+            (staged.dataset_id, staged.first_position + k),
+        ).fetchone()
+        out.append(row[0] if row else "?")
+    return out
 
 
 def _check_classes(labels: _LabelSet, rows: int, path: Path, mapping: ColumnMapping) -> None:

@@ -7,26 +7,45 @@ header names, and turns every malformed-input condition into a named
 
 from __future__ import annotations
 
+import codecs
 import csv
-import gzip
 import io
 import json
+import math
+import re
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, Any
 
 from engine.errors import (
+    BinaryFileError,
     CellTooLargeError,
     DelimiterError,
     EmptyFileError,
     EncodingError,
+    InvalidCharacterError,
+    JsonNumberTooLongError,
+    JsonTooDeepError,
     Location,
     MalformedJsonError,
     QuotingError,
     RaggedRowError,
+    UnknownEncodingError,
     UnsupportedFormatError,
 )
+from engine.io.checks import DataWarning, HeaderInfo, dedupe_header
+from engine.io.sniffing import (
+    HEAD_BYTES,
+    bom_encoding,
+    control_fraction,
+    detect_container,
+    guess_encoding,
+    looks_binary,
+    utf16_byte_order,
+)
+from engine.io.sources import InputStream, check_path, open_input, read_head
 
 FORMATS = ("csv", "tsv", "jsonl")
 DELIMITER_NAMES = {",": "comma", "\t": "tab", ";": "semicolon", "|": "pipe"}
@@ -63,8 +82,8 @@ class ReadOptions:
     encoding: str = "utf-8"
     max_cell_chars: int = 50_000
 
-    def resolved(self, path: Path) -> ReadOptions:
-        """Fill ``format`` and ``delimiter`` from the file name and first line."""
+    def resolved(self, path: Path, head: bytes | None = None) -> ReadOptions:
+        """Fill ``format`` and ``delimiter`` from the file name and first line (``head``, read if not given)."""
         fmt = self.format
         if fmt == "auto":
             fmt = format_from_name(path)
@@ -77,7 +96,10 @@ class ReadOptions:
         if fmt == "tsv" and delimiter is None:
             delimiter = "\t"
         elif fmt == "csv" and delimiter is None:
-            delimiter = "," if _suffix(path) == ".csv" else sniff_delimiter(path, self.encoding)
+            if _suffix(path) == ".csv":
+                delimiter = ","
+            else:
+                delimiter = sniff_delimiter(path, self.encoding, head)
         return replace(self, format=fmt, delimiter=delimiter)
 
 
@@ -101,70 +123,148 @@ def format_from_name(path: Path) -> str:
 
 
 def open_binary(path: Path) -> IO[bytes]:
-    """Open ``path`` for reading bytes, decompressing ``.gz`` transparently."""
-    if path.suffix.lower() == ".gz":
-        return gzip.open(path, "rb")
-    return open(path, "rb")
+    """Open ``path`` for reading bytes, decompressing gzip (recognised by content) transparently.
+
+    Read failures (truncated or corrupt gzip, I/O errors) raise named errors.
+    """
+    return open_input(path).stream
+
+
+def _is_utf8(encoding: str) -> bool:
+    return encoding.lower().replace("_", "-") in ("utf-8", "utf8", "utf-8-sig", "u8")
 
 
 def _text_encoding(encoding: str) -> str:
-    return "utf-8-sig" if encoding.lower().replace("_", "-") in ("utf-8", "utf8", "utf-8-sig") else encoding
+    return "utf-8-sig" if _is_utf8(encoding) else encoding
 
 
-def sniff_delimiter(path: Path, encoding: str = "utf-8") -> str:
+def sniff_delimiter(path: Path, encoding: str = "utf-8", head: bytes | None = None) -> str:
     """The most frequent of tab, comma, semicolon and pipe on the first line."""
-    with open_binary(path) as raw:
-        first = raw.readline(1 << 20).decode(_text_encoding(encoding), errors="replace")
+    if head is None:
+        head = read_head(path)[1]
+    try:
+        first = head.decode(_text_encoding(encoding), errors="replace").split("\n", 1)[0]
+    except LookupError:
+        first = ""
     counts = {d: first.count(d) for d in DELIMITER_NAMES}
     best = max(counts, key=lambda d: counts[d])
     return best if counts[best] else ","
 
 
 def _encoding_error(path: Path, encoding: str) -> EncodingError:
-    """Find the first undecodable line and suggest an encoding."""
-    line_no, bad = 0, b""
-    with open_binary(path) as raw:
-        for line_no, line in enumerate(raw, start=1):
+    """Find the first undecodable line and suggest an encoding (see :func:`guess_encoding`)."""
+    if codecs.lookup(encoding).name.startswith(("utf-16", "utf-32")):
+        return EncodingError(
+            f"the file is not valid {encoding}: it has an odd number of bytes or a broken surrogate pair.",
+            "The file is damaged or not in this encoding: choose another encoding (GUI: Encoding; "
+            "CLI: --encoding), or re-save the file as UTF-8.",
+            location=Location(path.name),
+        )
+    line_no, bad, offset = 0, b"", 0
+    with open_input(path) as source:
+        for line_no, line in enumerate(source.stream, start=1):
             try:
-                line.decode(encoding)
+                line.decode(_text_encoding(encoding))
             except UnicodeDecodeError:
                 bad = line
                 break
-    suggestion = ""
-    try:
-        from charset_normalizer import from_bytes
-
-        with open_binary(path) as raw:
-            sample = raw.read(1 << 20)
-        best = from_bytes(sample).best()
-        if best is not None and best.encoding.replace("_", "-") not in ("utf-8", "ascii"):
-            suggestion = best.encoding.replace("_", "-")
-    except Exception:  # pragma: no cover - detection is a courtesy
-        suggestion = ""
-    if not suggestion:
-        suggestion = "cp1252"
+            offset += len(line)
+        else:
+            line_no = 0
+    with open_input(path) as source:
+        source_head = source.stream.read(1 << 20)
+    sample = source_head if bad[:200] in source_head else source_head + b"\n" + bad
+    guess = guess_encoding(sample, encoding)
     snippet = bad[:60]
+    if guess.encoding:
+        shown = ""
+        try:
+            shown = f" With it, line {line_no} reads {bad[:80].decode(guess.encoding).rstrip()!r}."
+        except (UnicodeDecodeError, LookupError):
+            pass
+        hint = (f"It looks like {guess.description}: choose encoding {guess.encoding!r} (GUI: Encoding; "
+                f"CLI: --encoding {guess.encoding}), or re-save the file as UTF-8.{shown}")
+    elif guess.description.startswith("mostly UTF-8"):
+        hint = (f"It looks like {guess.description}. Fix or remove line {line_no}, or re-save the whole "
+                "file as UTF-8 from the program that wrote it.")
+    else:
+        hint = (f"It looks like {guess.description}. Re-save the file as UTF-8 text, or choose its encoding "
+                "(GUI: Encoding; CLI: --encoding).")
     return EncodingError(
         f"the file is not valid {encoding}: undecodable bytes {snippet!r}.",
-        f"It looks like {suggestion}: choose encoding {suggestion!r} "
-        f"(GUI: Encoding; CLI: --encoding {suggestion}), or re-save the file as UTF-8.",
+        hint,
         location=Location(path.name, line=line_no or None),
     )
+
+
+def _check_encoding_name(path: Path, encoding: str) -> None:
+    try:
+        info = codecs.lookup(encoding)
+    except LookupError:
+        raise UnknownEncodingError(
+            f"there is no text encoding called {encoding!r}.",
+            "Choose one such as utf-8, cp1252, latin-1, utf-16, gb18030 or shift_jis.",
+            location=Location(path.name),
+        ) from None
+    if not getattr(info, "_is_text_encoding", True):
+        raise UnknownEncodingError(
+            f"{encoding!r} is not a text encoding.",
+            "Choose one such as utf-8, cp1252, latin-1, utf-16, gb18030 or shift_jis.",
+            location=Location(path.name),
+        )
+
+
+def resolve_encoding(path: Path, requested: str, raw_head: bytes, head: bytes) -> str:
+    """The encoding to read ``path`` with, or a named error that says what the bytes are.
+
+    A UTF-16/UTF-32 byte-order mark is followed when UTF-8 (the default) was asked for;
+    UTF-16 without a mark is named (with its byte order) in an error; archives, documents
+    and other binary files raise :class:`BinaryFileError`.
+    """
+    _check_encoding_name(path, requested)
+    loc = Location(path.name)
+    for data, inner in ((raw_head, ""), (head, " inside the gzip compression")):
+        container = detect_container(data)
+        if container is not None:
+            raise BinaryFileError(f"this is {container.what}{inner}, not a CSV, TSV or JSONL text file.",
+                                  container.hint, location=loc)
+    norm = codecs.lookup(requested).name
+    bom = bom_encoding(head)
+    if bom:
+        if _is_utf8(requested) or norm == bom.replace("-", "_") or norm == bom:
+            return bom
+        return requested
+    order = utf16_byte_order(head)
+    if order:
+        if norm in ("utf-16", "utf_16"):
+            return order
+        if norm.startswith("utf-16") or norm.startswith("utf_16"):
+            return requested
+        raise EncodingError(
+            f"the file is {order.upper()} text without a byte-order mark (every other byte is 0), "
+            f"not {requested}.",
+            f"Choose encoding {order!r} (GUI: Encoding; CLI: --encoding {order}), or re-save the file as UTF-8.",
+            location=loc,
+        )
+    if looks_binary(head) and not norm.startswith(("utf_16", "utf_32", "utf-16", "utf-32")):
+        raise BinaryFileError(
+            f"this does not look like a text file: {control_fraction(head[:HEAD_BYTES]):.0%} of its first "
+            "bytes are control codes.",
+            "Choose the CSV, TSV or JSONL file holding the data; if this is one, re-save it as UTF-8 text.",
+            location=loc,
+        )
+    return requested
 
 
 class _ProgressTracker:
     """Reports how far through the (compressed) file the reader is."""
 
-    def __init__(self, raw: IO[bytes], total: int) -> None:
-        self._raw = raw
-        self.total = max(total, 1)
+    def __init__(self, source: InputStream) -> None:
+        self._source = source
+        self.total = max(source.size, 1)
 
     def fraction(self) -> float:
-        try:
-            fileobj = getattr(self._raw, "fileobj", None) or self._raw
-            return min(fileobj.tell() / self.total, 1.0)
-        except (OSError, ValueError):
-            return 0.0
+        return min(self._source.tell_raw() / self.total, 1.0)
 
 
 class TableReader:
@@ -175,10 +275,23 @@ class TableReader:
 
     def __init__(self, path: str | Path, options: ReadOptions | None = None) -> None:
         self.path = Path(path)
-        self.options = (options or ReadOptions()).resolved(self.path)
+        options = options or ReadOptions()
+        check_path(self.path)
+        if (options.format if options.format != "auto" else format_from_name(self.path)) not in FORMATS:
+            options.resolved(self.path, b"")  # raises UnsupportedFormatError
+        raw_head, head = read_head(self.path)
+        encoding = resolve_encoding(self.path, options.encoding, raw_head, head)
+        self.options = replace(options, encoding=encoding).resolved(self.path, head)
         self.header: list[str] = []
-        self._raw = open_binary(self.path)
-        self._tracker = _ProgressTracker(self._raw, self.path.stat().st_size)
+        #: Header-level warnings (duplicate column names); see :mod:`engine.io.checks`.
+        self.header_info = HeaderInfo()
+        #: Columns of the row last yielded that held JSON NaN/Infinity (read as ``None``).
+        self.row_nonfinite: tuple[str, ...] = ()
+        #: The column mapping in use, if the caller sets it (named in warnings).
+        self.mapping: Any = None
+        self._source: InputStream = open_input(self.path)
+        self._raw = self._source.stream
+        self._tracker = _ProgressTracker(self._source)
         self._text = io.TextIOWrapper(
             self._raw, encoding=_text_encoding(self.options.encoding), errors="strict", newline=""
         )
@@ -204,9 +317,18 @@ class TableReader:
         """How far through the file reading has come, in [0, 1]."""
         return self._tracker.fraction()
 
+    @property
+    def warnings(self) -> list[DataWarning]:
+        """Warnings about the file's structure found so far (duplicate header names)."""
+        warning = self.header_info.warning(self.mapping.as_dict() if self.mapping is not None else None)
+        return [warning] if warning else []
+
     def close(self) -> None:
-        self._text.close()
-        self._raw.close()
+        try:
+            self._text.close()
+        except Exception:  # closing a stream that failed mid-read must not hide the error
+            pass
+        self._source.close()
 
     def __enter__(self) -> TableReader:
         return self
@@ -232,9 +354,10 @@ class TableReader:
                 "Choose a file with a header row and at least one data row.",
                 location=self._loc(),
             ) from None
-        header = [h.strip() for h in header]
-        self.header = header
+        header = [h.replace("\x00", "").strip() for h in header]
         self._check_header(header)
+        header, self.header_info = dedupe_header(header)
+        self.header = header
         width = len(header)
         row_no = 0
         for line, fields in rows:
@@ -334,24 +457,20 @@ class TableReader:
             for line_no, line in enumerate(self._text, start=1):
                 if not line.strip():
                     continue
-                try:
-                    record = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise MalformedJsonError(
-                        f"not valid JSON ({exc.msg} at character {exc.pos}).",
-                        "Each line must hold one JSON object; fix or remove this line.",
-                        location=self._loc(row_no + 1, line_no),
-                    ) from None
+                loc = self._loc(row_no + 1, line_no)
+                record = _parse_json_line(line, loc)
                 if not isinstance(record, dict):
                     raise MalformedJsonError(
                         f"a JSON {type(record).__name__} instead of an object.",
                         'Each line must hold one JSON object such as {"text": "...", "label": "..."}.',
-                        location=self._loc(row_no + 1, line_no),
+                        location=loc,
                     )
                 row_no += 1
                 if row_no == 1:
                     self.header = [str(k) for k in record]
                 clean: dict[str, Any] = {}
+                nonfinite: list[str] = []
+                check_surrogates = "\\u" in line
                 for key, value in record.items():
                     if isinstance(value, (dict, list)):
                         raise MalformedJsonError(
@@ -359,7 +478,10 @@ class TableReader:
                             "Flatten the file so that every mapped field is a string or a number.",
                             location=self._loc(row_no, line_no, key),
                         )
-                    if value is not None and not isinstance(value, str):
+                    if value is _NON_FINITE:
+                        nonfinite.append(key)
+                        value = None
+                    elif value is not None and not isinstance(value, str):
                         value = json.dumps(value) if isinstance(value, bool) else str(value)
                     if isinstance(value, str) and len(value) > limit:
                         raise CellTooLargeError(
@@ -368,7 +490,10 @@ class TableReader:
                             "CLI: --max-cell-chars).",
                             location=self._loc(row_no, line_no, key),
                         )
+                    if check_surrogates:
+                        self._check_surrogates(key, value, row_no, line_no)
                     clean[str(key)] = value
+                self.row_nonfinite = tuple(nonfinite)
                 yield row_no, line_no, clean
         except UnicodeDecodeError:
             raise _encoding_error(self.path, self.options.encoding) from None
@@ -378,3 +503,73 @@ class TableReader:
                 "Choose a file with one JSON object per line.",
                 location=self._loc(),
             )
+
+    def _check_surrogates(self, key: str, value: str | None, row: int, line: int) -> None:
+        for text, what in ((key, "field name"), (value, "value")):
+            if text and _SURROGATE.search(text):
+                bad = _SURROGATE.search(text).group()  # type: ignore[union-attr]
+                raise InvalidCharacterError(
+                    f"the {what} holds a lone surrogate escape '\\u{ord(bad):04x}', which is not a character "
+                    "(surrogates only come in pairs, e.g. '\\ud83d\\ude00' for one emoji).",
+                    "Fix the escape (or remove the row): the program that wrote the file split an emoji or "
+                    "cut a string in the middle of a character.",
+                    location=self._loc(row, line, key),
+                )
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+class _NonFinite:
+    """JSON ``NaN``, ``Infinity``, ``-Infinity`` or a float that overflows (read as ``None``)."""
+
+    def __repr__(self) -> str:
+        return "NaN"
+
+
+_NON_FINITE = _NonFinite()
+
+
+class _JsonNumberTooLong(Exception):
+    def __init__(self, digits: int) -> None:
+        super().__init__(digits)
+        self.digits = digits
+
+
+def _parse_int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise _JsonNumberTooLong(len(text.lstrip("-"))) from None
+
+
+def _parse_float(text: str) -> float | _NonFinite:
+    value = float(text)
+    return value if math.isfinite(value) else _NON_FINITE
+
+
+def _parse_json_line(line: str, loc: Location) -> Any:
+    """``json.loads`` with NaN/Infinity read as missing and its limits turned into named errors."""
+    try:
+        return json.loads(line, parse_int=_parse_int, parse_float=_parse_float,
+                          parse_constant=lambda _: _NON_FINITE)
+    except json.JSONDecodeError as exc:
+        raise MalformedJsonError(
+            f"not valid JSON ({exc.msg} at character {exc.pos}).",
+            "Each line must hold one JSON object; fix or remove this line.",
+            location=loc,
+        ) from None
+    except _JsonNumberTooLong as exc:
+        raise JsonNumberTooLongError(
+            f"a JSON number with {exc.digits:,} digits; numbers are limited to "
+            f"{sys.get_int_max_str_digits():,} digits.",
+            "If it is an identifier or text, write it as a JSON string (in quotes); otherwise fix or remove "
+            "the row.",
+            location=loc,
+        ) from None
+    except RecursionError:
+        raise JsonTooDeepError(
+            "a JSON value is nested too deeply to read (thousands of brackets).",
+            "Each line must hold one flat JSON object; fix or remove this line.",
+            location=loc,
+        ) from None
