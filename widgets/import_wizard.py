@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
     QLineEdit,
+    QMessageBox,
     QPushButton,
     QSpinBox,
     QTableWidget,
@@ -331,6 +332,18 @@ class ImportWizard(QDialog):
         self.clear_error()
         self.set_busy(True)
         self.importRequested.emit(request)
+
+
+def show_import_warnings(parent: QWidget | None, dataset: str, warnings: list[DataWarning]) -> QMessageBox:
+    """A non-blocking message listing what an import changed or found (already open; returned for tests)."""
+    items = "".join(f"<li><b>[{w.code}]</b> {_escape(w.message)}</li>" for w in warnings)
+    box = QMessageBox(QMessageBox.Icon.Information, "Imported with warnings",
+                      f"<p>{_escape(dataset)} was imported. Check these:</p><ul>{items}</ul>",
+                      QMessageBox.StandardButton.Ok, parent)
+    box.setTextFormat(Qt.TextFormat.RichText)
+    box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+    box.open()
+    return box
 
 
 def _escape(text: str) -> str:

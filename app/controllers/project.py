@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtWidgets import QFileDialog
+from PySide6.QtWidgets import QFileDialog, QMessageBox
 
 from app.controllers.base import PanelController
 from app.jobs import Job, JobRunner
@@ -13,7 +13,7 @@ from engine.errors import CounterbiasError
 from engine.io import export_dataset, import_file
 from engine.store import PROJECT_SUFFIX, Project
 from widgets.datasets_view import DatasetsView
-from widgets.import_wizard import ImportRequest, ImportWizard
+from widgets.import_wizard import ImportRequest, ImportWizard, show_import_warnings
 
 __all__ = ["PROJECT_FILTER", "ProjectController"]
 
@@ -32,6 +32,8 @@ class ProjectController(PanelController):
     def __init__(self, session: Session, jobs: JobRunner, panel: DatasetsView) -> None:
         super().__init__(session, jobs, panel)
         self.import_wizard: ImportWizard | None = None
+        #: The message listing the warnings of the last import (``None`` if it had none).
+        self.warnings_box: QMessageBox | None = None
         session.datasetsChanged.connect(panel.set_datasets)
         session.datasetChanged.connect(lambda d: panel.select(d.id if d is not None else None))
         panel.datasetSelected.connect(session.set_dataset)
@@ -86,10 +88,14 @@ class ProjectController(PanelController):
 
         def done(result) -> None:
             self.session.refresh_datasets(select=result.dataset.id)
-            self.status(f"Imported {result.rows:,} rows into {result.dataset.name} in {result.seconds:.1f} s",
-                        8000)
+            warned = f" — {len(result.warnings)} warning(s)" if result.warnings else ""
+            self.status(f"Imported {result.rows:,} rows into {result.dataset.name} in {result.seconds:.1f} s"
+                        f"{warned}", 8000)
             if wizard is not None:
                 wizard.accept()
+            if result.warnings:
+                self.warnings_box = show_import_warnings(self.panel.window(), result.dataset.name,
+                                                         result.warnings)
 
         job.on_finished(done)
         if wizard is not None:

@@ -57,3 +57,25 @@ def test_wizard_clean_file_has_no_warnings(wizard, tmp_path):
     wizard.set_path(write(tmp_path, "ok.csv", "text,label\na,pos\nb,neg\n"))
     assert wizard.warnings == [] and wizard.warning_label.isHidden()
     assert wizard.error_label.isHidden()
+
+
+def test_window_lists_an_imports_warnings_after_it_finished(qtbot, tmp_path):
+    """The warnings of the finished import (not only the preview's) are shown, and the status bar counts them."""
+    from app.main_window import MainWindow
+    from app.settings import Settings
+
+    window = MainWindow(Settings())
+    qtbot.addWidget(window)
+    window.show()
+    window.session.new_project(tmp_path / "p.cbproj")
+    src = tmp_path / "invisible.csv"
+    src.write_text("text,label\ngood film,pos\nfine film,pos\u200b\nbad film,neg\nawful film,\u202eneg\n",
+                   encoding="utf-8")
+    wizard = window.import_dialog(src)
+    with qtbot.waitSignal(window.jobs.finished, timeout=20_000):
+        wizard.import_button.click()
+    box = window.projects.warnings_box
+    assert box is not None and box.isVisible() and "CB251" in box.text()
+    assert "1 warning(s)" in window.statusBar().currentMessage()
+    assert window.session.dataset.labels == ["neg", "pos"]
+    window.close()
