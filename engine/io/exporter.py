@@ -278,7 +278,7 @@ def _write_error(exc: OSError, path: Path, written: int, rows: int, total: int) 
         needed = None
         if rows:
             needed = max(0, int(written / rows * total) - written)
-        return disk_full_error(path, "writing the export", needed=needed)
+        return disk_full_error(path, "writing the export", needed=needed, kind="file")
     return ExportError(
         f"Cannot write the export {path}: {exc.strerror or exc}.",
         "Choose a file in a folder you can write to (and that is not read-only).",

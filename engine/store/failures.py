@@ -25,10 +25,12 @@ DISK_FULL_ERRNOS = frozenset(e for e in (errno.ENOSPC, errno.EFBIG, getattr(errn
 #: ``OSError`` numbers that mean "not allowed to write here".
 READ_ONLY_ERRNOS = frozenset((errno.EROFS, errno.EACCES, errno.EPERM))
 
-_FULL_HINT = (
-    "Free some space on that disk (or move the file to a disk with room), then run it again. "
-    "Nothing was changed: no partial file or half-written data was kept."
-)
+_FULL_HINT = "Free some space on that disk (or move the file to a disk with room), then run it again. "
+_FULL_KEPT = {
+    "project": "The project is unchanged: rows written before the disk filled up are hidden, and removed "
+    "the next time the project is opened with room to spare.",
+    "file": "No partial file was left behind.",
+}
 
 
 def describe_bytes(n: int | None) -> str:
@@ -54,14 +56,18 @@ def free_bytes(path: Path) -> int | None:
         return None
 
 
-def disk_full_error(path: Path, action: str, *, needed: int | None = None) -> DiskFullError:
-    """The named error for running out of room while ``action`` (e.g. "writing the export")."""
+def disk_full_error(path: Path, action: str, *, needed: int | None = None, kind: str = "project") -> DiskFullError:
+    """The named error for running out of room while ``action`` (e.g. "writing the export").
+
+    ``kind`` is ``"project"`` or ``"file"`` (an export): what the hint says was kept.
+    """
     free = free_bytes(path)
     detail = f"{describe_bytes(free)} free there" if free is not None else "free space unknown"
     if needed is not None:
         detail += f"; about {describe_bytes(needed)} more were needed"
     return DiskFullError(
-        f"The disk is full (or a file-size limit was reached) while {action} at {path} ({detail}).", _FULL_HINT
+        f"The disk is full (or a file-size limit was reached) while {action} at {path} ({detail}).",
+        _FULL_HINT + _FULL_KEPT[kind],
     )
 
 
@@ -126,5 +132,5 @@ def named_storage_error(exc: BaseException, path: Path, action: str) -> Counterb
         return read_only_error(path, action)
     if isinstance(exc, OSError):
         if exc.errno in DISK_FULL_ERRNOS:
-            return disk_full_error(path, action)
+            return disk_full_error(path, action, kind="file")
     return None
