@@ -130,6 +130,11 @@ def named_storage_error(exc: BaseException, path: Path, action: str) -> Counterb
         return disk_full_error(path, action)
     if code == SQLITE_READONLY:
         return read_only_error(path, action)
+    if code in (SQLITE_BUSY, SQLITE_LOCKED):
+        return ProjectBusyError(
+            f"Another process holds a lock on {path}, so {action} is not possible now.",
+            "Wait for the other program (an import, a training run…) to finish, or close it, then run this again.",
+        )
     if isinstance(exc, OSError):
         if exc.errno in DISK_FULL_ERRNOS:
             return disk_full_error(path, action, kind="file")

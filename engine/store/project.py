@@ -214,18 +214,11 @@ class Project:
                 f"No project file at {path}.", "Check the path, or create a project with 'init'."
             )
         readonly = readonly or not _writable(path)
-        immutable = False
         try:
-            try:
-                conn = connect_file_readonly(path)
-                journal = conn.execute("PRAGMA journal_mode").fetchone()[0]
-            except sqlite3.OperationalError:
-                # A WAL file in a folder where SQLite cannot create its -shm file: read the main file alone.
-                if not readonly:
-                    raise
-                conn = connect_file_readonly(path, immutable=True)
-                journal = conn.execute("PRAGMA journal_mode").fetchone()[0]
-                immutable = True
+            # Checked on a connection that cannot write; with no -wal file beside it the main file
+            # is the whole database, and "immutable" reads it without creating -wal/-shm files.
+            shared = Path(f"{path}-wal").exists() and (not readonly or _can_read_shared(path))
+            conn = connect_file_readonly(path, immutable=not shared)
             try:
                 _check(conn, path)
                 version = schema.current_version(conn)
@@ -240,11 +233,12 @@ class Project:
                         "Copy the project (with its _files folder) to a folder you can write to and open the "
                         "copy, or make the file writable.",
                     )
-                return cls(path, readonly=True, immutable=immutable)
-            if journal.lower() != "wal" or version < schema.SCHEMA_VERSION or leftovers:
+                return cls(path, readonly=True, immutable=not _can_read_shared(path))
+            is_wal = _header_says_wal(path)
+            if not is_wal or version < schema.SCHEMA_VERSION or leftovers:
                 conn = connect(path)
                 try:
-                    if journal.lower() != "wal":
+                    if not is_wal:
                         sqlite_utils.Database(conn).enable_wal()
                     schema.migrate(conn)
                     if leftovers:
@@ -573,6 +567,31 @@ def _writable(path: Path) -> bool:
     ``os.access`` also answers "no" on a read-only disk (``EROFS``), for root too.
     """
     return os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
+
+
+def _header_says_wal(path: Path) -> bool:
+    """Whether the SQLite header of ``path`` marks it as a write-ahead-log database."""
+    with open(path, "rb") as f:
+        header = f.read(20)
+    return len(header) == 20 and header[18] == 2 and header[19] == 2
+
+
+def _can_read_shared(path: Path) -> bool:
+    """Whether ``mode=ro`` can read ``path`` (its -shm file exists or can be created).
+
+    If not (a WAL database in a read-only folder), only an ``immutable`` connection can read it.
+    """
+    try:
+        conn = connect_file_readonly(path)
+    except sqlite3.Error:
+        return False
+    try:
+        conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+        return True
+    except sqlite3.Error:
+        return False
+    finally:
+        conn.close()
 
 
 def _check(conn: sqlite3.Connection, path: Path) -> None:

@@ -24,7 +24,7 @@ The writer then waits for the file's write lock instead of failing: it reports "
 the project (another process is writing)" through :attr:`StoreWriter.on_wait`, keeps waiting
 for as long as the other process makes progress (commits), and gives up with a named
 :class:`~engine.errors.ProjectBusyError` only after :data:`BUSY_PATIENCE` seconds without any.
-While it waits it holds :data:`WAIT_LOCK_NAME` (a file lock beside the project), and a writer
+While it waits it holds :data:`WAIT_LOCK_NAME` (a file lock in the project's files folder), and a writer
 in the other process pauses its *bulk* slices while that lock is held, so a long import hands
 the file over between two slices instead of starving the waiter. Full disks, read-only files
 and locks are raised as named errors (:mod:`engine.store.failures`), never as raw
@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import os
 import queue
 import sqlite3
 import threading
@@ -111,7 +112,7 @@ def wait_lock_path(path: Path) -> Path:
 
 
 class _WaitLock:
-    """The cross-process "a writer is waiting" flag: a file lock beside the project.
+    """The cross-process "a writer is waiting" flag: a file lock in the project's files folder.
 
     A waiting writer holds it exclusively (:meth:`hold`); a bulk slice asks :meth:`someone_waits`
     (a non-blocking shared lock attempt) and pauses while it is held. Where the folder is not
@@ -127,8 +128,6 @@ class _WaitLock:
         if fcntl is None:
             return None
         if self._fd is None:
-            import os
-
             try:
                 self.path.parent.mkdir(exist_ok=True)
                 self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
@@ -170,8 +169,6 @@ class _WaitLock:
     def close(self) -> None:
         self.release()
         if self._fd is not None:
-            import os
-
             os.close(self._fd)
             self._fd = None
 
@@ -196,8 +193,9 @@ class StoreWriter:
     path
         The project's SQLite file (already created and migrated).
     on_wait
-        Called with a status line ("waiting for the project (another process is writing)…")
-        while the writer waits for another process's write lock; default: a log warning.
+        Called (on the writer thread, at most every 5 s) with a status line ("waiting for the
+        project (another process is writing)…") while the writer waits for another process's
+        write lock; default: a log warning.
     """
 
     def __init__(self, path: Path, *, on_wait: Callable[[str], None] | None = None) -> None:
@@ -334,7 +332,6 @@ class StoreWriter:
         else:
             future.set_result(result)
 
-
     def _begin(self, conn: sqlite3.Connection) -> None:
         """``BEGIN IMMEDIATE``, waiting for another process's write lock while it makes progress.
 
@@ -358,8 +355,11 @@ class StoreWriter:
                 t = time.monotonic()
                 if t - last_said >= 5.0:
                     waited = f" ({t - started:.0f} s so far)" if t - started >= 1 else ""
-                    self.on_wait(f"waiting for the project (another process is writing){waited}")
                     last_said = t
+                    try:
+                        self.on_wait(f"waiting for the project (another process is writing){waited}")
+                    except Exception:  # a broken status display must not fail the write
+                        log.exception("on_wait failed")
                 try:
                     conn.execute("BEGIN IMMEDIATE")
                     return
