@@ -70,6 +70,8 @@ BUSY_PATIENCE = 60.0
 BUSY_STEP = 0.25
 #: File (in the project's files folder) that a writer waiting for the write lock holds.
 WAIT_LOCK_NAME = "writer-waiting.lock"
+#: Least seconds between two "waiting for the project" reports of one writer.
+SAY_WAITING_EVERY = 10.0
 #: Most seconds a bulk slice pauses for a writer of another process that waits.
 YIELD_AT_MOST = 2.0
 
@@ -193,7 +195,7 @@ class StoreWriter:
     path
         The project's SQLite file (already created and migrated).
     on_wait
-        Called (on the writer thread, at most every 5 s) with a status line ("waiting for the
+        Called (on the writer thread, at most every :data:`SAY_WAITING_EVERY` s) with a status line ("waiting for the
         project (another process is writing)…") while the writer waits for another process's
         write lock; default: a log warning.
     """
@@ -202,6 +204,8 @@ class StoreWriter:
         self.path = Path(path)
         self.on_wait: Callable[[str], None] = on_wait or (lambda message: log.warning("%s", message))
         self._wait_lock = _WaitLock(self.path)
+        self._said_at = -SAY_WAITING_EVERY  # when on_wait was last called
+        self._waited = 0.0  # seconds spent waiting for other processes, in all
         self._checkpointer = _Checkpointer(self.path)
         self._tasks: queue.PriorityQueue = queue.PriorityQueue()
         self._order = itertools.count()
@@ -347,17 +351,17 @@ class StoreWriter:
             if not is_busy(exc):
                 raise
         started = last_progress = time.monotonic()
-        last_said = 0.0
         version = conn.execute("PRAGMA data_version").fetchone()[0]
         try:
             while True:
                 self._wait_lock.hold()
                 t = time.monotonic()
-                if t - last_said >= 5.0:
-                    waited = f" ({t - started:.0f} s so far)" if t - started >= 1 else ""
-                    last_said = t
+                if t - self._said_at >= SAY_WAITING_EVERY:
+                    waited = self._waited + t - started
+                    self._said_at = t
                     try:
-                        self.on_wait(f"waiting for the project (another process is writing){waited}")
+                        self.on_wait("waiting for the project (another process is writing)"
+                                     + (f", {waited:.0f} s in all so far" if waited >= 1 else ""))
                     except Exception:  # a broken status display must not fail the write
                         log.exception("on_wait failed")
                 try:
@@ -372,6 +376,7 @@ class StoreWriter:
                 elif time.monotonic() - last_progress > BUSY_PATIENCE:
                     raise busy_error(self.path, time.monotonic() - last_progress)
         finally:
+            self._waited += time.monotonic() - started
             self._wait_lock.release()
 
     def _let_waiting_writer_in(self) -> None:
