@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import os
 import sqlite3
-import subprocess
 from pathlib import Path
 
 import pytest

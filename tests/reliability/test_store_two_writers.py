@@ -13,7 +13,7 @@ import time
 import pytest
 
 from engine.errors import ProjectBusyError
-from engine.store import Project, writer as writer_module
+from engine.store import writer as writer_module
 from tests.reliability.storage_fs import REPO, big_csv, cli, info
 
 
