@@ -93,6 +93,39 @@ class DatasetNameTakenError(ProjectError):
     code = "CB105"
 
 
+# --------------------------------------------------------------------------- the project file on disk
+
+
+class ProjectReadOnlyError(ProjectError):
+    """The project file (or its folder) cannot be written: reading works, writing does not."""
+
+    code = "CB140"
+
+
+class DiskFullError(CounterbiasError):
+    """The disk (or a file-size limit) ran out while writing the project or an export."""
+
+    code = "CB141"
+
+
+class ProjectBusyError(ProjectError):
+    """Another process kept the project locked for writing longer than this one would wait."""
+
+    code = "CB142"
+
+
+class ProjectDamagedError(ProjectError):
+    """The file is a Counterbias project whose bookkeeping tables are missing or broken."""
+
+    code = "CB143"
+
+
+class ReadOnlyMigrationError(ProjectError):
+    """A read-only project file needs a schema upgrade, which would mean writing to it."""
+
+    code = "CB144"
+
+
 # --------------------------------------------------------------------------- import
 
 

@@ -109,16 +109,18 @@ class ProjectController(PanelController):
         if self.session.project is None or dataset is None:
             return None
         default = str(Path(self.session.settings.get("last_dir")) / f"{_safe(dataset.name)}.csv")
-        path, _ = QFileDialog.getSaveFileName(self.panel, "Export dataset", default,
-                                              "CSV (*.csv);;JSON lines (*.jsonl)")
-        return self.run_export(path) if path else None
+        raw = "CSV, raw values for programs (*.csv)"
+        path, chosen = QFileDialog.getSaveFileName(
+            self.panel, "Export dataset", default,
+            f"CSV for spreadsheets, formulas neutralised (*.csv);;{raw};;JSON lines (*.jsonl)")
+        return self.run_export(path, csv_style="raw" if chosen == raw else "spreadsheet") if path else None
 
-    def run_export(self, path: str | Path) -> Job | None:
-        """Export the current dataset version as a job."""
+    def run_export(self, path: str | Path, *, csv_style: str = "spreadsheet") -> Job | None:
+        """Export the current dataset version as a job (``csv_style``: see :data:`engine.io.exporter.CSV_STYLES`)."""
         dataset = self.session.dataset
         if dataset is None:
             return None
-        job = self.jobs.start(export_dataset, self.session.project, dataset.id, Path(path),
+        job = self.jobs.start(export_dataset, self.session.project, dataset.id, Path(path), csv_style=csv_style,
                               title=f"Export {dataset.name}")
         job.on_finished(lambda r: self.status(f"Exported {r.rows:,} rows to {r.path}", 8000))
         return job

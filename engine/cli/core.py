@@ -171,6 +171,10 @@ def _add_export(sub: argparse._SubParsersAction) -> None:
                        help="write a dataset version as CSV or JSONL with provenance columns")
     p.add_argument("out", type=Path, help="output .csv or .jsonl")
     p.add_argument("--format", choices=["csv", "jsonl"], help="default: from the extension")
+    p.add_argument("--csv-style", choices=["spreadsheet", "raw"], default="spreadsheet",
+                   help="'spreadsheet' (default): cells starting with = + - @ get a leading ' so that Excel or "
+                   "LibreOffice shows them as text, and a UTF-8 byte-order mark; 'raw': values exactly as "
+                   "stored, for programs (pandas, R) -- do not open a raw file in a spreadsheet")
     p.add_argument("--no-bom", action="store_true", help="no UTF-8 byte-order mark at the start of a CSV")
     p.set_defaults(run=_run_export)
 
@@ -181,10 +185,10 @@ def _run_export(args: argparse.Namespace, progress: StderrProgress, cancel: Canc
 
     with Project.open(args.project) as project:
         result = export_dataset(
-            project, args.dataset, args.out, format=args.format, bom=not args.no_bom,
-            progress=progress, cancel=cancel,
+            project, args.dataset, args.out, format=args.format, csv_style=args.csv_style,
+            bom=False if args.no_bom else None, progress=progress, cancel=cancel,
         )
-    print(f"wrote {result.rows:,} rows to {result.path}")
+    print(result.describe())
     return EXIT_OK
 
 

@@ -3,9 +3,24 @@
 Columns: ``example_id`` (id in the project), ``id`` (the id column of the imported file, if
 any), the text field(s), ``label``, ``split``, then provenance: ``source``
 (original/augmented), ``method``, ``parent_id`` (the ``example_id`` an augmented row was made
-from), ``target_label``, ``created_at`` and ``provenance`` (JSON: judge scores, backend,
-model…). CSV cells are neutralised for spreadsheets by :mod:`engine.io.escaping`; JSONL is
-written verbatim. The file is written to a temporary name and renamed when complete.
+from), ``target_label``, ``created_at`` and ``provenance`` (JSON text: judge scores, backend,
+model…; a string in JSONL too, so that every field is flat and the file can be imported again).
+
+Two CSV styles (:data:`CSV_STYLES`): ``"spreadsheet"`` (the default) neutralises cells that a
+spreadsheet would run as a formula (:mod:`engine.io.escaping`: ``=1+1`` and ``-1`` are written
+``'=1+1`` and ``'-1``) and starts the file with a UTF-8 byte-order mark; ``"raw"`` writes every
+value as it is, for programs (pandas, R, ``csv``), with no mark. JSONL is always written verbatim.
+
+Round trips are stable: a row that came from an earlier export keeps the provenance it was
+exported with (its original ``created_at``, ``parent_id`` and ``provenance``) instead of
+nesting it one level deeper on each cycle, so import -> export -> import -> export writes the
+same bytes (into a fresh project, where ``example_id`` s are the same too).
+
+The file is written to a hidden ``.<name>.<random>.part`` file beside the target and renamed
+when complete. The exporting process holds a lock on its part file; part files of the same
+target whose lock is free (left by a killed export) are removed by the next export. A full disk
+raises :class:`~engine.errors.DiskFullError`, any other write failure :class:`ExportError`; in
+both cases no partial file is left.
 """
 
 from __future__ import annotations
@@ -18,12 +33,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.errors import ExportError
+from engine.errors import CounterbiasError, ExportError
 from engine.io.escaping import escape_cell
 from engine.progress import CancelToken, ProgressFn, ensure_token, no_progress
 from engine.store import Project
+from engine.store.failures import DISK_FULL_ERRNOS, disk_full_error
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX: stale part files are not detected
+    fcntl = None  # type: ignore[assignment]
 
 EXPORT_FORMATS = ("csv", "jsonl")
+#: ``spreadsheet``: formula cells neutralised, UTF-8 BOM; ``raw``: values as they are, for programs.
+CSV_STYLES = ("spreadsheet", "raw")
 PROVENANCE = ("source", "method", "parent_id", "target_label", "created_at", "provenance")
 
 
@@ -34,6 +57,21 @@ class ExportResult:
     path: Path
     rows: int
     columns: list[str]
+    #: The CSV style written (``None`` for JSONL).
+    csv_style: str | None = None
+    #: Stale part files of earlier, killed exports of this target that were removed.
+    removed_parts: int = 0
+
+    def describe(self) -> str:
+        """One line for the user: rows, file and what kind of CSV it is."""
+        line = f"wrote {self.rows:,} rows to {self.path}"
+        if self.csv_style == "spreadsheet":
+            line += " (CSV for spreadsheets: cells starting with = + - @ are prefixed with ')"
+        elif self.csv_style == "raw":
+            line += " (raw CSV for programs: values as they are, not safe to open in a spreadsheet)"
+        if self.removed_parts:
+            line += f"; removed {self.removed_parts} unfinished part file(s) of earlier exports"
+        return line
 
 
 def export_columns(task: str) -> list[str]:
@@ -44,17 +82,41 @@ def export_columns(task: str) -> list[str]:
 
 def _row(example: dict[str, Any], columns: list[str]) -> dict[str, Any]:
     out = {}
+    carried = _carried_provenance(example["meta"])
     for column in columns:
         if column == "example_id":
             value = example["id"]
         elif column == "id":
             value = example["ext_id"]
         elif column == "provenance":
-            value = example["meta"]
+            value = example["meta"] if carried is None else carried.get("provenance")
+        elif column in ("created_at", "parent_id") and carried is not None and carried.get(column):
+            value = carried[column]
+            if column == "parent_id" and isinstance(value, str) and value.isdigit():
+                value = int(value)
         else:
             value = example[column]
         out[column] = value
     return out
+
+
+def _carried_provenance(meta: str | None) -> dict[str, Any] | None:
+    """The provenance an earlier export gave a row, if the row was imported from one.
+
+    The importer keeps an exported file's ``parent_id``, ``created_at`` and ``provenance``
+    cells as ``{"imported_provenance": {...}}``; exporting them as they were (not that wrapper)
+    keeps the round trip stable.
+    """
+    if not meta or '"imported_provenance"' not in meta:
+        return None
+    try:
+        data = json.loads(meta)
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or set(data) != {"imported_provenance"}:
+        return None
+    inner = data["imported_provenance"]
+    return inner if isinstance(inner, dict) else None
 
 
 def export_dataset(
@@ -63,7 +125,8 @@ def export_dataset(
     path: str | Path,
     *,
     format: str | None = None,
-    bom: bool = True,
+    csv_style: str = "spreadsheet",
+    bom: bool | None = None,
     progress: ProgressFn = no_progress,
     cancel: CancelToken | None = None,
 ) -> ExportResult:
@@ -72,22 +135,28 @@ def export_dataset(
     Parameters
     ----------
     project
-        The open project.
+        The open project (read-only is fine).
     dataset
         Dataset id or name.
     path
         Output file; ``.csv`` or ``.jsonl`` (or give ``format``).
     format
         ``"csv"`` or ``"jsonl"``; ``None`` takes it from the extension.
+    csv_style
+        ``"spreadsheet"`` (formula cells neutralised) or ``"raw"`` (values as they are); see
+        :data:`CSV_STYLES`. Ignored for JSONL.
     bom
-        Start a CSV with a UTF-8 byte-order mark so that spreadsheet programs read it as UTF-8.
+        Start a CSV with a UTF-8 byte-order mark so that spreadsheet programs read it as UTF-8;
+        ``None``: for the spreadsheet style only.
     progress, cancel
         Progress callback and cancel token (checked every 5,000 rows).
 
     Raises
     ------
     ExportError
-        Unknown format or unwritable path. A partial file is never left behind.
+        Unknown format or style, or an unwritable path. A partial file is never left behind.
+    engine.errors.DiskFullError
+        The disk (or a file-size limit) ran out; the message says about how much was needed.
     engine.errors.Cancelled
         If cancelled; no file is written.
     """
@@ -100,35 +169,117 @@ def export_dataset(
             f"Cannot export to {path.name!r}: unknown format {fmt!r}.",
             "Use a .csv or .jsonl file name, or choose the format explicitly.",
         )
+    if csv_style not in CSV_STYLES:
+        raise ExportError(
+            f"Unknown CSV style {csv_style!r}.",
+            "Use 'spreadsheet' (safe to open in Excel/LibreOffice) or 'raw' (values as they are, for programs).",
+        )
+    escape = escape_cell if csv_style == "spreadsheet" else str
+    if bom is None:
+        bom = csv_style == "spreadsheet"
     columns = export_columns(info.task)
     total = max(info.row_count, 1)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
+        removed = remove_stale_parts(path)
+        fd, tmp_name = tempfile.mkstemp(prefix=_part_prefix(path), suffix=".part", dir=path.parent)
     except OSError as exc:
-        raise ExportError(f"Cannot write to {path.parent}: {exc.strerror}.", "Choose a folder you can write to.") from exc
+        raise _write_error(exc, path, 0, 0, total) from exc
+    _lock(fd)
     rows = 0
+    handle = None
     try:
         encoding = "utf-8-sig" if (bom and fmt == "csv") else "utf-8"
-        with os.fdopen(fd, "w", encoding=encoding, newline="") as handle:
+        handle = os.fdopen(fd, "w", encoding=encoding, newline="")
+        with handle:
             if fmt == "csv":
                 writer = csv.writer(handle, lineterminator="\r\n")
                 writer.writerow(columns)
             for example in project.iter_examples(info.id):
                 row = _row(example, columns)
                 if fmt == "csv":
-                    writer.writerow(["" if v is None else escape_cell(str(v)) for v in row.values()])
+                    writer.writerow(["" if v is None else escape(str(v)) for v in row.values()])
                 else:
-                    if row["provenance"]:
-                        row["provenance"] = json.loads(row["provenance"])
                     handle.write(json.dumps(row, ensure_ascii=False) + "\n")
                 rows += 1
                 if rows % 5000 == 0:
                     cancel.raise_if_cancelled()
                     progress(rows / total, f"Wrote {rows:,} rows")
-        os.replace(tmp_name, path)
-    except BaseException:
+            handle.flush()
+            os.fsync(handle.fileno())
+            os.replace(tmp_name, path)  # still locked: no other export takes it for a stale part
+    except BaseException as exc:
+        written = _size(tmp_name)
+        if handle is None:
+            os.close(fd)
         Path(tmp_name).unlink(missing_ok=True)
+        if isinstance(exc, OSError) and not isinstance(exc, CounterbiasError):
+            raise _write_error(exc, path, written, rows, total) from exc
         raise
     progress(1.0, f"Exported {rows:,} rows to {path.name}")
-    return ExportResult(path=path, rows=rows, columns=columns)
+    return ExportResult(path=path, rows=rows, columns=columns, csv_style=csv_style if fmt == "csv" else None,
+                        removed_parts=removed)
+
+
+def _part_prefix(path: Path) -> str:
+    return f".{path.name}."
+
+
+def remove_stale_parts(path: Path) -> int:
+    """Remove the part files of earlier exports to ``path`` that no running export holds.
+
+    Returns
+    -------
+    int
+        How many were removed.
+    """
+    if fcntl is None:  # pragma: no cover
+        return 0
+    removed = 0
+    prefix = _part_prefix(path)
+    for part in path.parent.glob(glob_escape(prefix) + "*.part"):
+        try:
+            fd = os.open(part, os.O_RDONLY)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:  # a live export is writing it
+            continue
+        else:
+            part.unlink(missing_ok=True)
+            removed += 1
+        finally:
+            os.close(fd)
+    return removed
+
+
+def glob_escape(text: str) -> str:
+    """``text`` with glob wildcards made literal."""
+    return "".join(f"[{c}]" if c in "*?[" else c for c in text)
+
+
+def _lock(fd: int) -> None:
+    """Hold an exclusive lock on our part file while writing it (released when it closes or we die)."""
+    if fcntl is not None:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+
+
+def _size(name: str) -> int:
+    try:
+        return os.path.getsize(name)
+    except OSError:
+        return 0
+
+
+def _write_error(exc: OSError, path: Path, written: int, rows: int, total: int) -> CounterbiasError:
+    """The named error for a failed write of the export (full disk, or not allowed)."""
+    if exc.errno in DISK_FULL_ERRNOS:
+        needed = None
+        if rows:
+            needed = max(0, int(written / rows * total) - written)
+        return disk_full_error(path, "writing the export", needed=needed, kind="file")
+    return ExportError(
+        f"Cannot write the export {path}: {exc.strerror or exc}.",
+        "Choose a file in a folder you can write to (and that is not read-only).",
+    )

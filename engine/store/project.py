@@ -4,14 +4,22 @@ Reads go through a per-thread read-only connection (:attr:`Project.db`, a
 :class:`sqlite_utils.Database`); writes go through the project's single
 :class:`~engine.store.writer.StoreWriter`. Datasets and rows of an import that has not finished
 are hidden from every read here (see :mod:`engine.store.staging`).
+
+Opening a project checks it on a connection that cannot write, and writes to the file only
+once it is accepted, and only what is needed (switching to WAL, pending migrations, removing a
+dead import): a refused file is never touched. A file that cannot be written (a read-only file
+or folder, a read-only disk) opens *read-only*: every read works, and the first write raises
+:class:`~engine.errors.ProjectReadOnlyError`.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import os
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,12 +31,17 @@ from engine.errors import (
     DatasetNameTakenError,
     DatasetNotFoundError,
     NotAProjectError,
+    ProjectDamagedError,
     ProjectError,
     ProjectNotFoundError,
+    ReadOnlyMigrationError,
     SchemaTooNewError,
 )
 from engine.store import schema, staging
-from engine.store.writer import StoreWriter, connect
+from engine.store.failures import named_storage_error, read_only_error
+from engine.store.writer import StoreWriter, connect, connect_file_readonly
+
+log = logging.getLogger(__name__)
 
 PROJECT_SUFFIX = ".cbproj"
 APP_ID = 0x43425331  # 'CBS1', written to PRAGMA application_id
@@ -127,8 +140,13 @@ class Project:
     Use :meth:`create` or :meth:`open`; close with :meth:`close` (or a ``with`` block).
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, readonly: bool = False, immutable: bool = False) -> None:
         self.path = Path(path)
+        #: Whether the file cannot be written here (opened read-only; writes raise).
+        self.readonly = readonly
+        self._immutable = immutable
+        #: Where the writer reports that it waits for another process (see :class:`StoreWriter`).
+        self.on_wait: Callable[[str], None] | None = None
         self._local = threading.local()
         self._writer: StoreWriter | None = None
         self._writer_lock = threading.Lock()
@@ -148,8 +166,15 @@ class Project:
             raise ProjectError(
                 f"{path} already exists.", "Open it instead, or choose another file name."
             )
-        path.parent.mkdir(parents=True, exist_ok=True)
-        conn = connect(path)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if not os.access(path.parent, os.W_OK):
+                raise read_only_error(path, "creating a project there")
+            conn = connect(path)
+        except (OSError, sqlite3.Error) as exc:
+            raise named_storage_error(exc, path, "creating the project") or read_only_error(
+                path, "creating a project there"
+            ) from exc
         try:
             if not path.stat().st_size or schema.current_version(conn) == 0:
                 conn.execute(f"PRAGMA application_id = {APP_ID}")
@@ -163,42 +188,67 @@ class Project:
         return cls.open(path)
 
     @classmethod
-    def open(cls, path: str | Path) -> Project:
+    def open(cls, path: str | Path, *, readonly: bool = False) -> Project:
         """Open an existing project, running pending schema migrations.
 
-        An import whose process died (see :func:`engine.store.staging.sweep`) is removed.
+        The file is checked without writing to it; a file that is refused is left byte for byte
+        as it was. An import whose process died (see :func:`engine.store.staging.sweep`) is
+        removed. A file or folder that cannot be written opens read-only (:attr:`readonly`).
+
+        Parameters
+        ----------
+        path
+            The ``.cbproj`` file.
+        readonly
+            Open read-only even if the file could be written (nothing is migrated or swept).
 
         Raises
         ------
-        ProjectNotFoundError, NotAProjectError, SchemaTooNewError
+        ProjectNotFoundError, NotAProjectError, SchemaTooNewError, ProjectDamagedError
+        ReadOnlyMigrationError
+            A read-only file written by an older version (its schema must be upgraded first).
         """
         path = Path(path)
         if not path.is_file():
             raise ProjectNotFoundError(
                 f"No project file at {path}.", "Check the path, or create a project with 'init'."
             )
+        readonly = readonly or not _writable(path)
         try:
-            conn = connect(path)
+            # Checked on a connection that cannot write; with no -wal file beside it the main file
+            # is the whole database, and "immutable" reads it without creating -wal/-shm files.
+            shared = Path(f"{path}-wal").exists() and (not readonly or _can_read_shared(path))
+            conn = connect_file_readonly(path, immutable=not shared)
             try:
-                app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+                _check(conn, path)
                 version = schema.current_version(conn)
-                if app_id != APP_ID:
-                    raise NotAProjectError(
-                        f"{path} is not a Counterbias Studio project.",
-                        "Choose a .cbproj file made by Counterbias Studio, or create a new project.",
-                    )
-                if version > schema.SCHEMA_VERSION:
-                    raise SchemaTooNewError(
-                        f"{path} was written by a newer Counterbias Studio (schema {version}, "
-                        f"this build knows {schema.SCHEMA_VERSION}).",
-                        "Update Counterbias Studio to open it.",
-                    )
-                sqlite_utils.Database(conn).enable_wal()
-                schema.migrate(conn)
-                staging.sweep(conn, _files_dir_of(path) / staging.LOCK_NAME)
+                leftovers = conn.execute("SELECT 1 FROM imports LIMIT 1").fetchone() if version >= 3 else None
             finally:
                 conn.close()
+            if readonly:
+                if version < schema.SCHEMA_VERSION:
+                    raise ReadOnlyMigrationError(
+                        f"{path} was written by an older Counterbias Studio (schema {version}; this build needs "
+                        f"{schema.SCHEMA_VERSION}) and is read-only, so it cannot be upgraded.",
+                        "Copy the project (with its _files folder) to a folder you can write to and open the "
+                        "copy, or make the file writable.",
+                    )
+                return cls(path, readonly=True, immutable=not _can_read_shared(path))
+            is_wal = _header_says_wal(path)
+            if not is_wal or version < schema.SCHEMA_VERSION or leftovers:
+                conn = connect(path)
+                try:
+                    if not is_wal:
+                        sqlite_utils.Database(conn).enable_wal()
+                    schema.migrate(conn)
+                    if leftovers:
+                        staging.sweep(conn, _files_dir_of(path) / staging.LOCK_NAME)
+                finally:
+                    conn.close()
         except sqlite3.DatabaseError as exc:
+            named = named_storage_error(exc, path, "opening the project")
+            if named is not None:
+                raise named from exc
             raise NotAProjectError(
                 f"{path} is not a readable SQLite project ({exc}).",
                 "Choose a .cbproj file made by Counterbias Studio.",
@@ -228,17 +278,35 @@ class Project:
         """This thread's read-only connection."""
         db = getattr(self._local, "db", None)
         if db is None:
-            db = sqlite_utils.Database(connect(self.path, readonly=True))
+            if self.readonly:
+                conn = connect_file_readonly(self.path, immutable=self._immutable)
+            else:
+                conn = connect(self.path, readonly=True)
+            db = sqlite_utils.Database(conn)
             self._local.db = db
         return db
 
     @property
     def writer(self) -> StoreWriter:
-        """The project's single writer (started on first use)."""
+        """The project's single writer (started on first use).
+
+        Raises
+        ------
+        ProjectReadOnlyError
+            If the project was opened read-only.
+        """
+        if self.readonly:
+            raise read_only_error(self.path, "writing to it")
         with self._writer_lock:
             if self._writer is None:
-                self._writer = StoreWriter(self.path)
+                self._writer = StoreWriter(self.path, on_wait=self._report_wait)
             return self._writer
+
+    def _report_wait(self, message: str) -> None:
+        if self.on_wait is not None:
+            self.on_wait(message)
+        else:
+            log.warning("%s", message)
 
     @property
     def files_dir(self) -> Path:
@@ -491,6 +559,75 @@ def insert_dataset(
          state),
     )
     return int(cursor.lastrowid)
+
+
+def _writable(path: Path) -> bool:
+    """Whether SQLite can write ``path`` and create its ``-wal``/``-shm`` files beside it.
+
+    ``os.access`` also answers "no" on a read-only disk (``EROFS``), for root too.
+    """
+    return os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
+
+
+def _header_says_wal(path: Path) -> bool:
+    """Whether the SQLite header of ``path`` marks it as a write-ahead-log database."""
+    with open(path, "rb") as f:
+        header = f.read(20)
+    return len(header) == 20 and header[18] == 2 and header[19] == 2
+
+
+def _can_read_shared(path: Path) -> bool:
+    """Whether ``mode=ro`` can read ``path`` (its -shm file exists or can be created).
+
+    If not (a WAL database in a read-only folder), only an ``immutable`` connection can read it.
+    """
+    try:
+        conn = connect_file_readonly(path)
+    except sqlite3.Error:
+        return False
+    try:
+        conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+        return True
+    except sqlite3.Error:
+        return False
+    finally:
+        conn.close()
+
+
+def _check(conn: sqlite3.Connection, path: Path) -> None:
+    """Refuse a file that is not a project this build can open (reads only).
+
+    Raises
+    ------
+    NotAProjectError, SchemaTooNewError, ProjectDamagedError
+    """
+    app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+    if app_id != APP_ID:
+        raise NotAProjectError(
+            f"{path} is not a Counterbias Studio project.",
+            "Choose a .cbproj file made by Counterbias Studio, or create a new project.",
+        )
+    version = schema.current_version(conn)
+    if version > schema.SCHEMA_VERSION:
+        raise SchemaTooNewError(
+            f"{path} was written by a newer Counterbias Studio (schema {version}, "
+            f"this build knows {schema.SCHEMA_VERSION}).",
+            "Update Counterbias Studio to open it.",
+        )
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if version == 0 and tables:
+        raise ProjectDamagedError(
+            f"{path} is a Counterbias Studio project without its schema_version table (it holds "
+            f"{len(tables)} other tables), so its schema cannot be known. The file was not changed.",
+            "Open a backup of the project, or re-create the project and import the data again.",
+        )
+    expected = schema.tables_at(version)
+    missing = sorted(expected - tables)
+    if missing:
+        raise ProjectDamagedError(
+            f"{path} is missing tables of schema {version}: {', '.join(missing)}. The file was not changed.",
+            "Open a backup of the project, or re-create the project and import the data again.",
+        )
 
 
 def _files_dir_of(path: Path) -> Path:

@@ -7,6 +7,7 @@ appended: never edit one that has shipped.
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from datetime import datetime, timezone
 
@@ -196,6 +197,14 @@ SCHEMA_VERSION = len(MIGRATIONS)
 def now() -> str:
     """UTC timestamp in ISO 8601 with seconds, as stored in every ``*_at`` column."""
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def tables_at(version: int) -> set[str]:
+    """Names of the tables a project at schema ``version`` holds (``schema_version`` included)."""
+    names = {"schema_version"} if version else set()
+    for script in MIGRATIONS[:version]:
+        names.update(re.findall(r"CREATE TABLE (?:IF NOT EXISTS )?(\w+)", script))
+    return names
 
 
 def current_version(conn: sqlite3.Connection) -> int:

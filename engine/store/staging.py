@@ -187,7 +187,8 @@ def sweep(conn: sqlite3.Connection, lock_path: Path) -> int:
                         done = discard_step(conn, import_id, _SWEEP_STEP)
                         conn.execute("COMMIT")
                     except BaseException:
-                        conn.execute("ROLLBACK")
+                        if conn.in_transaction:  # SQLite has already rolled back after a full disk
+                            conn.execute("ROLLBACK")
                         raise
                     if not done:
                         break

@@ -18,12 +18,24 @@ does not compete with it for the interpreter lock. For the same reason the write
 never copies the write-ahead log back into the database file itself (a checkpoint of a busy
 log can take tens of milliseconds): a helper thread with its own connection does that,
 without blocking the writer.
+
+Another *process* may be writing the same file (a second CLI import, the GUI and a CLI run).
+The writer then waits for the file's write lock instead of failing: it reports "waiting for
+the project (another process is writing)" through :attr:`StoreWriter.on_wait`, keeps waiting
+for as long as the other process makes progress (commits), and gives up with a named
+:class:`~engine.errors.ProjectBusyError` only after :data:`BUSY_PATIENCE` seconds without any.
+While it waits it holds :data:`WAIT_LOCK_NAME` (a file lock in the project's files folder), and a writer
+in the other process pauses its *bulk* slices while that lock is held, so a long import hands
+the file over between two slices instead of starving the waiter. Full disks, read-only files
+and locks are raised as named errors (:mod:`engine.store.failures`), never as raw
+``sqlite3.OperationalError``.
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
+import os
 import queue
 import sqlite3
 import threading
@@ -33,6 +45,13 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, wait
 from pathlib import Path
 from typing import Any, TypeVar
+
+from engine.store.failures import busy_error, is_busy, named_storage_error
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX: no cross-process turn-taking
+    fcntl = None  # type: ignore[assignment]
 
 T = TypeVar("T")
 
@@ -44,6 +63,17 @@ SLICE_SECONDS = 0.010
 CHECKPOINT_EVERY = 0.5
 #: Rows a slice of :func:`write_stream` writes between two looks for waiting ordinary tasks.
 PIECE_ROWS = 256
+
+#: Seconds a writer keeps waiting for another process's write lock while that process commits nothing.
+BUSY_PATIENCE = 60.0
+#: Seconds one attempt at the write lock waits inside SQLite before the writer looks around.
+BUSY_STEP = 0.25
+#: File (in the project's files folder) that a writer waiting for the write lock holds.
+WAIT_LOCK_NAME = "writer-waiting.lock"
+#: Least seconds between two "waiting for the project" reports of one writer.
+SAY_WAITING_EVERY = 10.0
+#: Most seconds a bulk slice pauses for a writer of another process that waits.
+YIELD_AT_MOST = 2.0
 
 _NORMAL, _BULK, _LAST = 0, 1, 2
 _STOP = object()
@@ -59,6 +89,90 @@ def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
     else:
         conn.execute("PRAGMA synchronous = NORMAL")
     return conn
+
+
+def connect_file_readonly(path: Path, *, immutable: bool = False) -> sqlite3.Connection:
+    """Open ``path`` so that SQLite cannot write to it, nor create files beside it.
+
+    ``mode=ro`` reads a database whose ``-wal``/``-shm`` files exist or can be created;
+    ``immutable=1`` (for a read-only folder where they cannot) reads the main file alone and
+    takes no locks, so it is right only when no other process writes the file.
+    """
+    from urllib.parse import quote
+
+    uri = f"file:{quote(str(Path(path).absolute()))}?mode=ro" + ("&immutable=1" if immutable else "")
+    conn = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=30.0)
+    conn.execute("PRAGMA busy_timeout = 30000")
+    conn.execute("PRAGMA query_only = ON")
+    return conn
+
+
+def wait_lock_path(path: Path) -> Path:
+    """The lock file a writer holds while it waits for ``path``'s write lock."""
+    path = Path(path)
+    return path.with_name(path.stem + "_files") / WAIT_LOCK_NAME
+
+
+class _WaitLock:
+    """The cross-process "a writer is waiting" flag: a file lock in the project's files folder.
+
+    A waiting writer holds it exclusively (:meth:`hold`); a bulk slice asks :meth:`someone_waits`
+    (a non-blocking shared lock attempt) and pauses while it is held. Where the folder is not
+    writable, or the platform has no ``flock``, nothing is held and nobody pauses.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = wait_lock_path(path)
+        self._fd: int | None = None
+        self._held = False
+
+    def _open(self) -> int | None:
+        if fcntl is None:
+            return None
+        if self._fd is None:
+            try:
+                self.path.parent.mkdir(exist_ok=True)
+                self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+            except OSError:
+                return None
+        return self._fd
+
+    def hold(self) -> None:
+        """Say that this writer waits (no-op if another writer already says so)."""
+        fd = self._open()
+        if fd is None or self._held:
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            self._held = True
+        except OSError:
+            pass
+
+    def release(self) -> None:
+        """Stop saying that this writer waits."""
+        if self._held and self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            self._held = False
+
+    def someone_waits(self) -> bool:
+        """Whether a writer of another process (or another writer of this one) waits for the lock."""
+        if fcntl is None or not self.path.exists():
+            return False
+        fd = self._open()
+        if fd is None or self._held:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            return True
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+
+    def close(self) -> None:
+        self.release()
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
 
 class Resume:
@@ -80,10 +194,18 @@ class StoreWriter:
     ----------
     path
         The project's SQLite file (already created and migrated).
+    on_wait
+        Called (on the writer thread, at most every :data:`SAY_WAITING_EVERY` s) with a status line ("waiting for the
+        project (another process is writing)…") while the writer waits for another process's
+        write lock; default: a log warning.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, on_wait: Callable[[str], None] | None = None) -> None:
         self.path = Path(path)
+        self.on_wait: Callable[[str], None] = on_wait or (lambda message: log.warning("%s", message))
+        self._wait_lock = _WaitLock(self.path)
+        self._said_at = -SAY_WAITING_EVERY  # when on_wait was last called
+        self._waited = 0.0  # seconds spent waiting for other processes, in all
         self._checkpointer = _Checkpointer(self.path)
         self._tasks: queue.PriorityQueue = queue.PriorityQueue()
         self._order = itertools.count()
@@ -142,6 +264,7 @@ class StoreWriter:
             self._tasks.put((_LAST, next(self._order), _STOP))
             self._thread.join()
         self._checkpointer.close()
+        self._wait_lock.close()
 
     # ------------------------------------------------------------------ internals
     def _put(self, priority: int, fn: Callable[..., T], args: tuple, kwargs: dict) -> Future[T]:
@@ -169,8 +292,9 @@ class StoreWriter:
         try:
             conn = connect(self.path)
             conn.execute("PRAGMA wal_autocheckpoint = 0")  # the checkpointer thread does it
+            conn.execute(f"PRAGMA busy_timeout = {int(BUSY_STEP * 1000)}")  # then _begin waits, visibly
         except BaseException as exc:  # reported to the constructor
-            self._start_error = exc
+            self._start_error = named_storage_error(exc, self.path, "opening the project for writing") or exc
             self._ready.set()
             return
         self._ready.set()
@@ -193,19 +317,73 @@ class StoreWriter:
         if not (future.running() or future.set_running_or_notify_cancel()):
             return
         try:
-            conn.execute("BEGIN IMMEDIATE")
+            if priority == _BULK:
+                self._let_waiting_writer_in()
+            self._begin(conn)
             result = fn(conn, *args, **kwargs)
             conn.execute("COMMIT")
         except BaseException as exc:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
-            future.set_exception(exc)
+            named = named_storage_error(exc, self.path, "writing to the project")
+            if named is not None and named is not exc:
+                named.__cause__ = exc
+            future.set_exception(named or exc)
             return
         self._checkpointer.poke()
         if priority == _BULK and isinstance(result, Resume):
             self._tasks.put((priority, order, (future, fn, result.args, kwargs)))
         else:
             future.set_result(result)
+
+    def _begin(self, conn: sqlite3.Connection) -> None:
+        """``BEGIN IMMEDIATE``, waiting for another process's write lock while it makes progress.
+
+        Raises
+        ------
+        engine.errors.ProjectBusyError
+            After :data:`BUSY_PATIENCE` seconds in which the other process committed nothing.
+        """
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            return
+        except sqlite3.OperationalError as exc:
+            if not is_busy(exc):
+                raise
+        started = last_progress = time.monotonic()
+        version = conn.execute("PRAGMA data_version").fetchone()[0]
+        try:
+            while True:
+                self._wait_lock.hold()
+                t = time.monotonic()
+                if t - self._said_at >= SAY_WAITING_EVERY:
+                    waited = self._waited + t - started
+                    self._said_at = t
+                    try:
+                        self.on_wait("waiting for the project (another process is writing)"
+                                     + (f", {waited:.0f} s in all so far" if waited >= 1 else ""))
+                    except Exception:  # a broken status display must not fail the write
+                        log.exception("on_wait failed")
+                try:
+                    conn.execute("BEGIN IMMEDIATE")
+                    return
+                except sqlite3.OperationalError as exc:
+                    if not is_busy(exc):
+                        raise
+                now_version = conn.execute("PRAGMA data_version").fetchone()[0]
+                if now_version != version:  # the other process committed: it is alive, keep waiting
+                    version, last_progress = now_version, time.monotonic()
+                elif time.monotonic() - last_progress > BUSY_PATIENCE:
+                    raise busy_error(self.path, time.monotonic() - last_progress)
+        finally:
+            self._waited += time.monotonic() - started
+            self._wait_lock.release()
+
+    def _let_waiting_writer_in(self) -> None:
+        """Before a bulk slice: pause while a writer of another process waits for the lock."""
+        deadline = time.monotonic() + YIELD_AT_MOST
+        while self._wait_lock.someone_waits() and time.monotonic() < deadline:
+            time.sleep(0.005)
 
 
 class _Checkpointer:
