@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import sqlite3
+import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -419,7 +420,7 @@ def _batches(
             if "\x00" in ext_id:
                 ext_id = checks.strip_nul(ext_id, row_no, mapping.id)  # type: ignore[arg-type]
             checks.ext_id(ext_id, row_no)
-        split = (record.get(mapping.split) or "").strip() if mapping.split else ""
+        split = fix(record.get(mapping.split) or "").strip() if mapping.split else ""
         if "\x00" in split:
             split = checks.strip_nul(split, row_no, mapping.split).strip()  # type: ignore[arg-type]
         source, method, target_label, meta = "original", None, None, None
@@ -552,4 +553,7 @@ def _discard(project: Project, staged: staging.Staged) -> None:
     try:
         staging.discard(project.writer, staged)
     except Exception:  # the import's own error is the one to report
-        log.exception("could not remove the rows of a failed import from %s", project.path)
+        # the named error of the import itself is what the user sees; the rows stay hidden and are
+        # removed when the project is next opened
+        log.warning("could not remove the rows of a failed import from %s yet (%s); they stay hidden and are "
+                    "removed on the next open", project.path, sys.exc_info()[1])

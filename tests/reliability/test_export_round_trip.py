@@ -95,9 +95,6 @@ def test_round_trip_keeps_created_at_and_provenance_without_nesting(tmp_path, fm
     )
 
 
-@pytest.mark.xfail(strict=True, reason="engine/io/importer.py reads the split column without unescape_cell "
-                   "(the _batches line 'split = (record.get(mapping.split) or \"\").strip()'); owned by the "
-                   "importer worker: apply fix() there and remove this marker")
 def test_round_trip_of_a_split_starting_with_a_formula_trigger_is_stable(tmp_path):
     outs = _cycles(tmp_path, "csv", split="@dev", n=2)
     assert outs[1] == outs[0] and outs[2] == outs[0]
