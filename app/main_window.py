@@ -89,6 +89,7 @@ class MainWindow(QMainWindow):
         self.examples.exampleSelected.connect(self.session.set_example)
         self.examples.idsSelected.connect(self.session.set_selection)
         self.jobs.failed.connect(self._job_failed)
+        self.session.waiting.connect(lambda message: self.statusBar().showMessage(message, 12_000))
 
         self._build_menus()
         self._restore_layout()

@@ -52,6 +52,10 @@ class Session(QObject):
     selectionChanged = Signal(list)
     """Emitted with the example ids selected in the examples table."""
 
+    waiting = Signal(str)
+    """Emitted (from the project's writer thread; delivered on the GUI thread) while a write waits for
+    another process that holds the project, e.g. ``waiting for the project (another process is writing)``."""
+
     statsChanged = Signal(object)
     """Emitted with the newest statistics (:class:`engine.stats.analysis.DatasetStats`) of a dataset."""
 
@@ -201,6 +205,7 @@ class Session(QObject):
     def _set(self, project: Project) -> Project:
         self._close_current()
         self._project = project
+        project.on_wait = self.waiting.emit  # thread-safe: a queued signal to the GUI thread
         self._dataset = None
         self._stats = {}
         self.settings.add_recent_project(project.path)

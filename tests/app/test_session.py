@@ -139,3 +139,19 @@ def test_gui_without_a_display_prints_one_line_and_exits_3(tmp_path):
     assert proc.returncode == 3
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "cannot open a window" in lines[0] and "QT_QPA_PLATFORM=offscreen" in lines[0]
+
+
+def test_a_write_waiting_for_another_process_is_shown_in_the_status_bar(qtbot, tmp_path):
+    import threading
+
+    window = MainWindow(Settings())
+    qtbot.addWidget(window)
+    window.show()
+    project = window.session.new_project(tmp_path / "p.cbproj")
+    message = "waiting for the project (another process is writing)"
+    # the writer reports from its own thread; the window shows it on the GUI thread
+    thread = threading.Thread(target=project.on_wait, args=(message,))
+    thread.start()
+    thread.join()
+    qtbot.waitUntil(lambda: window.statusBar().currentMessage() == message, timeout=2000)
+    window.close()
