@@ -144,6 +144,7 @@ def test_an_open_that_refuses_the_file_marks_nothing(project_path):  # noqa: F81
     with sqlite3.connect(project_path) as conn:
         conn.execute("INSERT INTO runs (kind, status, started_at) VALUES ('triples', 'running', 't')")
         conn.execute("INSERT INTO schema_version VALUES (999, 't')")
+        conn.commit()
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     before = project_path.read_bytes()
     with pytest.raises(SchemaTooNewError):
