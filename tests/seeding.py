@@ -25,7 +25,7 @@ def seed_review_state(project: Project, tmp_path: Path) -> tuple[DatasetInfo, in
     example = int(project.example_ids(ExampleQuery(ds.id))[0])
 
     def add(conn: sqlite3.Connection) -> int:
-        run = conn.execute("INSERT INTO runs (kind, dataset_id, started_at) VALUES ('generate', ?, ?)",
+        run = conn.execute("INSERT INTO runs (kind, dataset_id, started_at, status) VALUES ('generate', ?, ?, 'done')",
                            (ds.id, NOW)).lastrowid
         conn.execute("INSERT INTO triples (run_id, example_id, field, sentence_index, ord, subject, predicate, "
                      "object, created_at) VALUES (?, ?, 'text', 0, 0, 'the film', 'was', 'great', ?)",

@@ -55,6 +55,7 @@ from engine.llm.config import LLMConfig
 from engine.llm.prompts import load_prompt
 from engine.llm.triple_format import Triple, parse_triples
 from engine.progress import CancelToken, ProgressFn, ensure_token, no_progress, scaled
+from engine.store.locks import run_lock
 from engine.store.runs import recorded_run
 from engine.store.schema import now
 
@@ -200,6 +201,11 @@ def generate_counterbias(
     ------
     GenerationConfigError
         No vote exists for the dataset, or the settings do not fit it.
+    RunBusyError
+        Another ``generate`` run on this dataset is still running (nothing is sent).
+    LLMError
+        A failure every request would share (refused key, unreachable server, unknown model):
+        the run stops at the first one; what was answered before is kept.
     Cancelled
         When ``cancel`` is set; finished slots are stored, the run is marked cancelled.
     """
@@ -224,8 +230,10 @@ def generate_counterbias(
     client = CachedClient(chat_backend, project)
     with (
         closing(chat_backend) if own_backend else nullcontext(),
+        run_lock(project, "generate", dataset.id, dataset_name=dataset.name) as run_guard,
         recorded_run(project, "generate", dataset.id, params) as run,
     ):
+        run_guard.set_run(run.id)
         result = GenerateResult(run_id=run.id)
         try:
             triples = extract_triples(project, dataset.id, ids, llm_config, backend=chat_backend,

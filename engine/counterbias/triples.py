@@ -32,6 +32,7 @@ from engine.llm.config import LLMConfig
 from engine.llm.prompts import load_prompt
 from engine.llm.triple_format import RejectedLine, Triple, parse_answer
 from engine.progress import CancelToken, ProgressFn, ensure_token, no_progress
+from engine.store.locks import RunLock, run_lock
 from engine.store.runs import recorded_run
 from engine.text.sentences import split_sentences, splitter_name
 
@@ -254,11 +255,15 @@ def extract_triples(
     Cancelled
         When ``cancel`` is set; everything finished before is stored and the run is
         marked ``cancelled``.
+    RunBusyError
+        Another ``triples`` run on this dataset is still running (checked before anything is sent).
+    LLMError
+        A failure every request would share (refused key, unreachable server, unknown model):
+        the run stops at the first one; answers received before are kept (see
+        :mod:`engine.llm.cache`).
     CounterbiasError
         Only for problems that stop every item alike (unknown dataset, backend or model).
     """
-    from engine.llm.registry import create_backend
-
     token = ensure_token(cancel)
     started = time.perf_counter()
     dataset = project.dataset(dataset_id)
@@ -266,6 +271,27 @@ def extract_triples(
         ids = [int(r["id"]) for r in project.iter_examples(dataset.id)]
     else:
         ids = list(dict.fromkeys(int(i) for i in example_ids))
+    with run_lock(project, "triples", dataset.id, dataset_name=dataset.name) as run_guard:
+        return _extract(project, dataset, ids, llm_config, run_guard, progress=progress, token=token,
+                        backend=backend, chunk_size=chunk_size, started=started)
+
+
+def _extract(
+    project: Project,
+    dataset: Any,
+    ids: list[int],
+    llm_config: LLMConfig,
+    run_guard: RunLock,
+    *,
+    progress: ProgressFn,
+    token: CancelToken,
+    backend: ChatBackend | None,
+    chunk_size: int | None,
+    started: float,
+) -> TriplesResult:
+    """The body of :func:`extract_triples`, run while its lock is held."""
+    from engine.llm.registry import create_backend
+
     done = examples_with_triples(project, ids)
     todo = [i for i in ids if i not in done]
     own_backend = backend is None
@@ -283,6 +309,7 @@ def extract_triples(
         closing(chat_backend) if own_backend else nullcontext(),
         recorded_run(project, "triples", dataset.id, params) as run,
     ):
+        run_guard.set_run(run.id)
         result = TriplesResult(run_id=run.id, skipped=[i for i in ids if i in done])
         try:
             for start in range(0, len(todo), size):

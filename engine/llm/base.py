@@ -284,8 +284,12 @@ class ChatBackend(Protocol):
         progress: ProgressFn = ...,
         cancel: CancelToken | None = None,
         on_result: ResultCallback | None = None,
+        lead_s: float = 0.0,
     ) -> list[Outcome]:
         """Run a batch; one :class:`ChatResult` or :class:`Failure` per request, in order.
+
+        With ``lead_s > 0`` the first request goes out alone and the others wait until it is
+        answered (or ``lead_s`` seconds pass), so a wrong key or address costs one request.
 
         Raises only :class:`~engine.errors.Cancelled` (after reporting every finished item
         through ``on_result``).

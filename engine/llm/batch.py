@@ -57,6 +57,7 @@ async def gather_bounded(
     cancel: CancelToken | None = None,
     on_result: ResultCallback | None = None,
     on_crash: Callable[[BaseException], Failure],
+    lead_s: float = 0.0,
 ) -> list[Outcome]:
     """Await ``call(request)`` for every request, at most ``concurrency`` at a time.
 
@@ -68,6 +69,10 @@ async def gather_bounded(
     on_crash
         Turns an unexpected exception from ``call`` into a :class:`Failure`, so one item
         never fails the batch.
+    lead_s
+        When > 0, the first request goes out alone; the others wait until it has finished
+        or ``lead_s`` seconds have passed (then ``cancel`` is checked again before each is
+        sent), so a refused key or a wrong address costs one request, not ``concurrency``.
 
     Raises
     ------
@@ -79,8 +84,23 @@ async def gather_bounded(
     results: list[Outcome | None] = [None] * total
     semaphore = asyncio.Semaphore(concurrency)
     finished = 0
+    lead_done = asyncio.Event()
+    if lead_s <= 0:
+        lead_done.set()
 
     async def one(index: int, request: ChatRequest) -> None:
+        if index > 0 and not lead_done.is_set():
+            try:
+                await asyncio.wait_for(lead_done.wait(), lead_s)
+            except asyncio.TimeoutError:
+                pass
+        try:
+            await run_one(index, request)
+        finally:
+            if index == 0:
+                lead_done.set()
+
+    async def run_one(index: int, request: ChatRequest) -> None:
         nonlocal finished
         async with semaphore:
             if token.cancelled:

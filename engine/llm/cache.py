@@ -7,6 +7,12 @@ written through :attr:`Project.writer`, one small transaction per response, *as 
 response arrives*, so a crash or a cancel loses no finished call.
 
 Failures are not cached: a failed item is sent again on the next run.
+
+A failure that every other request would share (:attr:`~engine.llm.errors.LLMError.fatal`:
+the key is refused, no server answers, the model is unknown) stops the batch at once: the
+requests still in flight are cancelled, none is sent after it, and the named error is raised
+(answers that arrived before are stored). The first request a client sends goes out alone,
+so a wrong key or address costs one request, not one per concurrent slot.
 """
 
 from __future__ import annotations
@@ -20,14 +26,27 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from engine.llm.base import ChatBackend, ChatRequest, ChatResult, Failure, Outcome, Usage, canonical_json
-from engine.progress import CancelToken, ProgressFn, no_progress
+from engine.llm.base import (
+    ChatBackend,
+    ChatRequest,
+    ChatResult,
+    Failure,
+    Outcome,
+    ResultCallback,
+    Usage,
+    canonical_json,
+)
+from engine.errors import Cancelled
+from engine.llm.errors import LLMError
+from engine.progress import CancelToken, ProgressFn, ensure_token, no_progress
 from engine.store.schema import now
 
 if TYPE_CHECKING:
     from engine.store.project import Project
 
 _LOOKUP_CHUNK = 500
+#: Seconds the first request of a client goes out alone before the others follow.
+LEAD_S = 1.0
 
 
 def cache_key(backend: str, model: str, request: ChatRequest) -> str:
@@ -114,6 +133,8 @@ class CachedClient:
         self.read = read
         self.write = write
         self.total = BatchResult(results=[])
+        #: Whether a request of this client got an answer yet (until then, one goes out alone).
+        self.answered = False
 
     @property
     def name(self) -> str:
@@ -173,6 +194,8 @@ class CachedClient:
 
         Raises
         ------
+        LLMError
+            A fatal failure (refused key, no server, unknown model): the batch stopped there.
         Cancelled
             After every response that arrived before the cancel has been stored.
         """
@@ -195,6 +218,7 @@ class CachedClient:
             nonlocal usage
             key = miss_keys[index]
             if isinstance(outcome, ChatResult):
+                self.answered = True
                 usage = usage + outcome.usage
                 if self.write:
                     pending.append(self.project.writer.submit(_store, key, self.backend, to_send[index], outcome))
@@ -202,11 +226,7 @@ class CachedClient:
         def sub_progress(fraction: float, message: str = "") -> None:
             progress((n_hits + fraction * len(to_send)) / total, message)
 
-        try:
-            sent = self.backend.chat_many(to_send, progress=sub_progress, cancel=cancel, on_result=on_result)
-        finally:
-            for future in pending:
-                future.result()  # stored before we return or re-raise
+        sent = self._send(to_send, on_result, sub_progress, cancel, pending)
         by_key = dict(zip(miss_keys, sent))
         final = [r if r is not None else by_key[k] for k, r in zip(keys, results)]
         batch = BatchResult(
@@ -220,6 +240,50 @@ class CachedClient:
         self._add_to_total(batch)
         return batch
 
+    def _send(
+        self,
+        to_send: list[ChatRequest],
+        on_result: ResultCallback,
+        progress: ProgressFn,
+        cancel: CancelToken | None,
+        pending: list[Future],
+    ) -> list[Outcome]:
+        """Send ``to_send`` through the backend; stop at the first fatal failure.
+
+        Until this client has had an answer, the first request goes out alone for up to
+        :data:`LEAD_S` seconds (a refused key or a wrong address answers faster than that).
+
+        Raises
+        ------
+        LLMError
+            The first fatal failure (see the module doc), after the stored answers are written.
+        Cancelled
+            ``cancel`` was set.
+        """
+        user = ensure_token(cancel)
+        stop = _StopToken(user)
+        fatal: list[Failure] = []
+
+        def watch(index: int, outcome: Outcome) -> None:
+            on_result(index, outcome)
+            if isinstance(outcome, Failure) and is_fatal(outcome) and not fatal:
+                fatal.append(outcome)
+                stop.cancel()  # the batch loop cancels what is in flight and sends nothing more
+
+        lead = 0.0 if self.answered else LEAD_S
+        try:
+            try:
+                out = self.backend.chat_many(to_send, progress=progress, cancel=stop, on_result=watch, lead_s=lead)
+            except Cancelled:
+                if not fatal or user.cancelled:
+                    raise
+            if fatal:
+                raise _stopped(fatal[0])
+        finally:
+            for future in pending:
+                future.result()  # stored before we return or re-raise
+        return out
+
     def close(self) -> None:
         """Close the wrapped backend."""
         self.backend.close()
@@ -231,6 +295,36 @@ class CachedClient:
         t.sent += batch.sent
         t.hits += batch.hits
         t.seconds += batch.seconds
+
+
+def is_fatal(failure: Failure) -> bool:
+    """Whether ``failure`` is one every other request of the run would share (see the module doc)."""
+    return bool(getattr(failure.to_error(), "fatal", False))
+
+
+def _stopped(failure: Failure) -> LLMError:
+    """The named error of a fatal ``failure``, saying that the run stopped there."""
+    error = failure.to_error()
+    error.message = (f"{error.message} The run stopped at this first failure: no further request was sent; "
+                     "answers received before are kept.")
+    error.args = (error.message,)
+    return error
+
+
+class _StopToken(CancelToken):
+    """A cancel token that is set when it is cancelled itself or when ``parent`` is."""
+
+    def __init__(self, parent: CancelToken) -> None:
+        super().__init__()
+        self.parent = parent
+
+    @property
+    def cancelled(self) -> bool:
+        return self._event.is_set() or self.parent.cancelled
+
+    def raise_if_cancelled(self) -> None:
+        if self.cancelled:
+            raise Cancelled("cancelled by the user")
 
 
 def _store(conn: sqlite3.Connection, key: str, backend: ChatBackend, request: ChatRequest, result: ChatResult) -> None:

@@ -15,12 +15,16 @@ class LLMError(CounterbiasError):
     code = "CB700"
     #: Whether sending the same request again later may succeed.
     retriable = False
+    #: Whether every other request of the run would fail the same way (bad key, no server,
+    #: unknown model): a run stops at the first such failure instead of sending the rest.
+    fatal = False
 
 
 class EndpointUnreachableError(LLMError):
     """No server answers at the configured address."""
 
     code = "CB701"
+    fatal = True
     retriable = True
 
 
@@ -28,12 +32,14 @@ class LLMAuthError(LLMError):
     """The server refused the API key (HTTP 401/403)."""
 
     code = "CB702"
+    fatal = True
 
 
 class ModelNotFoundError(LLMError):
     """The server (or the local model list) does not know the model name."""
 
     code = "CB703"
+    fatal = True
 
 
 class BadResponseError(LLMError):

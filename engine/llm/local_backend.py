@@ -156,8 +156,11 @@ class LocalBackend:
         progress: ProgressFn = no_progress,
         cancel: CancelToken | None = None,
         on_result: ResultCallback | None = None,
+        lead_s: float = 0.0,
     ) -> list[Outcome]:
         """Run ``requests`` one after another; a failed item becomes a :class:`Failure`.
+
+        ``lead_s`` is accepted for the protocol; requests run one at a time anyway.
 
         Raises
         ------

@@ -17,6 +17,10 @@ Behaviour
   waiting what ``Retry-After`` / ``retry-after-ms`` asks when that is between 0 and 120 s;
   a server asking for longer is not retried (the item fails as retriable, for the next run).
   401/403, 404 and other 4xx are never retried.
+* Connecting is bounded apart from answering: at most :data:`CONNECT_TIMEOUT_S` per attempt,
+  and a refused or unresolvable connection is tried :data:`CONNECT_RETRIES` more time(s) after
+  :data:`CONNECT_RETRY_DELAY_S`, never through the client's backoff (a run against a wrong
+  address fails within a few seconds; see :class:`_FailFastConnect`).
 * One case the client gets wrong for us, shown by
   ``tests/engine/llm/test_openai_backend.py::test_every_transient_fault_is_retried_until_the_batch_completes``:
   a ``200`` answer whose body is not a chat completion (an HTML error page from a proxy,
@@ -59,6 +63,12 @@ log = logging.getLogger(__name__)
 OPENAI_URL = "https://api.openai.com/v1"
 #: Longest part of a server's error text quoted in a message.
 MAX_QUOTE = 300
+#: Seconds to wait for a connection to open (the answer itself may take ``timeout_s``).
+CONNECT_TIMEOUT_S = 5.0
+#: Extra attempts after a refused / unresolvable connection (never more than ``max_retries``).
+CONNECT_RETRIES = 1
+#: Pause before such an extra attempt (seconds).
+CONNECT_RETRY_DELAY_S = 0.25
 
 
 def _import_openai() -> Any:
@@ -126,11 +136,13 @@ class OpenAIBackend:
         progress: ProgressFn = no_progress,
         cancel: CancelToken | None = None,
         on_result: ResultCallback | None = None,
+        lead_s: float = 0.0,
     ) -> list[Outcome]:
         """Run ``requests`` concurrently; one result or :class:`Failure` per request, in order.
 
         Runs in its own event loop (safe from a worker thread). ``on_result(index, outcome)``
-        is called as each item finishes.
+        is called as each item finishes. ``lead_s``: see
+        :meth:`~engine.llm.base.ChatBackend.chat_many`.
 
         Raises
         ------
@@ -151,6 +163,7 @@ class OpenAIBackend:
                     cancel=cancel,
                     on_result=on_result,
                     on_crash=self._crash_failure,
+                    lead_s=lead_s,
                 )
 
         return run_coroutine(main)
@@ -179,11 +192,18 @@ class OpenAIBackend:
     # ------------------------------------------------------------------ internals
     def _client(self) -> Any:
         openai = _import_openai()
+        import httpx2
+
+        timeout = httpx2.Timeout(float(self.config.timeout_s),
+                                 connect=min(CONNECT_TIMEOUT_S, float(self.config.timeout_s)))
+        transport = _FailFastConnect(httpx2.AsyncHTTPTransport(), openai, httpx2,
+                                     retries=min(CONNECT_RETRIES, self.config.max_retries))
         return openai.AsyncOpenAI(
             api_key=self._key.reveal(),
             base_url=self.base_url,
-            timeout=float(self.config.timeout_s),
+            timeout=timeout,
             max_retries=self.config.max_retries,
+            http_client=openai.DefaultAsyncHttpxClient(transport=transport, timeout=timeout),
         )
 
     async def _call(self, client: Any, request: ChatRequest, *, raise_errors: bool = False) -> Outcome:
@@ -325,12 +345,71 @@ class OpenAIBackend:
                         "Run the step again; if it recurs, report it with the log.")
 
 
+class _FailFastConnect:
+    """An HTTP transport that turns a failed *connection* into an error the client does not retry.
+
+    The ``openai`` client retries a connection error with its exponential backoff (up to
+    about 8 s a wait, ``max_retries`` times), so a wrong address used to take most of a minute
+    per batch. This transport tries a refused or unresolvable connection ``retries`` more
+    time(s) after :data:`CONNECT_RETRY_DELAY_S`, a connect timeout not again, and then raises
+    :class:`openai.APIConnectionError`, which the client passes on as it is. The number of
+    connection attempts is kept on the error (``connect_attempts``).
+
+    Parameters
+    ----------
+    inner
+        The real transport (``httpx2.AsyncHTTPTransport``).
+    openai, httpx2
+        The imported modules (imported lazily by the caller).
+    retries
+        Extra attempts after a refused connection.
+    """
+
+    def __init__(self, inner: Any, openai: Any, httpx2: Any, *, retries: int) -> None:
+        self.inner = inner
+        self.openai = openai
+        self.httpx2 = httpx2
+        self.retries = retries
+
+    async def handle_async_request(self, request: Any) -> Any:
+        attempts = 0
+        while True:
+            attempts += 1
+            try:
+                return await self.inner.handle_async_request(request)
+            except self.httpx2.ConnectTimeout as exc:
+                raise self._error(request, attempts) from exc
+            except self.httpx2.ConnectError as exc:
+                if attempts > self.retries:
+                    raise self._error(request, attempts) from exc
+            await asyncio.sleep(CONNECT_RETRY_DELAY_S)
+
+    def _error(self, request: Any, attempts: int) -> Any:
+        error = self.openai.APIConnectionError(request=request)
+        error.connect_attempts = attempts
+        return error
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    async def __aenter__(self) -> _FailFastConnect:
+        await self.inner.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.inner.__aexit__(*exc)
+
+
 def _requests_sent(exc: BaseException) -> int:
     """Requests the client sent for the call that raised ``exc``: its retries plus one.
 
     The client numbers every request it sends in the ``x-stainless-retry-count`` header;
-    its errors keep the last request.
+    its errors keep the last request. A failed connection counts its own attempts
+    (:class:`_FailFastConnect`).
     """
+    connects = getattr(exc, "connect_attempts", None)
+    if isinstance(connects, int):
+        return connects
     request = getattr(exc, "request", None)
     try:
         return int(request.headers.get("x-stainless-retry-count", "0")) + 1  # type: ignore[union-attr]

@@ -189,6 +189,23 @@ MIGRATIONS: list[str] = [
     CREATE INDEX examples_parent ON examples(parent_id) WHERE parent_id IS NOT NULL;
     CREATE INDEX attributions_example ON attributions(example_id);
     """,
+    # 4 (issue 15, runs): a run records its process (pid, its start time, host) and a heartbeat,
+    # so that an open can tell a run whose process is gone and mark it 'interrupted'
+    # (engine.store.runs.mark_interrupted). The status CHECK gains 'interrupted' by editing the
+    # stored CREATE TABLE text (SQLite's documented way to loosen a CHECK without rebuilding the
+    # table; every stored row satisfies the wider check). The ADD COLUMNs come first: they change
+    # the schema cookie, so every connection re-reads the edited schema.
+    """
+    ALTER TABLE runs ADD COLUMN pid INTEGER;
+    ALTER TABLE runs ADD COLUMN pid_started TEXT;
+    ALTER TABLE runs ADD COLUMN host TEXT;
+    ALTER TABLE runs ADD COLUMN heartbeat_at TEXT;
+    CREATE INDEX runs_status ON runs(status);
+    PRAGMA writable_schema = ON;
+    UPDATE sqlite_master SET sql = replace(sql, '''cancelled'')', '''cancelled'', ''interrupted'')')
+        WHERE type = 'table' AND name = 'runs';
+    PRAGMA writable_schema = OFF;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

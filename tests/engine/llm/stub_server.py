@@ -236,8 +236,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="OpenAI-compatible stub server on 127.0.0.1")
     ap.add_argument("--latency", type=float, default=0.1)
     ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--behaviour", default="ok", help="what to answer every request with (ok, 401, 500, ...)")
     args = ap.parse_args(argv)
-    server = StubServer(latency=args.latency, port=args.port).start()
+    server = StubServer(lambda body, attempt: args.behaviour, latency=args.latency, port=args.port).start()
     print(server.port, flush=True)
     try:
         sys.stdin.read()  # runs until stdin closes (the parent exits or closes the pipe)

@@ -1,0 +1,120 @@
+"""One run per (dataset, step) at a time, across processes: a lock file per pair.
+
+An LLM step (``triples``, ``generate``) that runs twice on the same dataset at once sends
+most of its requests twice (neither run sees the other's answers in the cache in time). A run
+therefore holds :func:`run_lock` for as long as it runs: an exclusive ``flock`` on
+``<project>_files/locks/<step>-<dataset id>.lock``, which also records who holds it (process
+id, host, start time, run id) so that a second run can say whom it waits for.
+
+The operating system drops an ``flock`` when its process ends however it ends (``kill -9``
+included), so a lock left by a dead process is free again: the next run simply takes it over.
+Two :class:`~engine.store.Project` objects of one process exclude each other too (the lock
+belongs to the open file, not the process).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from engine.errors import CounterbiasError
+from engine.store.schema import now
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX: runs are not guarded against each other
+    fcntl = None  # type: ignore[assignment]
+
+if TYPE_CHECKING:
+    from engine.store.project import Project
+
+__all__ = ["RunBusyError", "RunLock", "lock_path", "run_lock"]
+
+
+class RunBusyError(CounterbiasError):
+    """Another run of the same step on the same dataset is still running."""
+
+    code = "CB770"
+
+
+class RunLock:
+    """The lock a running step holds; :meth:`set_run` records its run id in the lock file."""
+
+    def __init__(self, path: Path, fd: int, info: dict[str, Any]) -> None:
+        self.path = path
+        self.fd = fd
+        self.info = info
+
+    def set_run(self, run_id: int) -> None:
+        """Write ``run_id`` into the lock file (for the message of a refused second run)."""
+        self.info["run_id"] = run_id
+        _write_info(self.fd, self.info)
+
+
+def lock_path(project: Project, step: str, dataset_id: int) -> Path:
+    """The lock file of ``step`` on dataset ``dataset_id``."""
+    return project.files_dir / "locks" / f"{step}-{int(dataset_id)}.lock"
+
+
+@contextlib.contextmanager
+def run_lock(project: Project, step: str, dataset_id: int, *, dataset_name: str = "") -> Iterator[RunLock]:
+    """Hold the lock of ``step`` on ``dataset_id`` while the ``with`` body runs.
+
+    Parameters
+    ----------
+    project
+        The open project.
+    step
+        ``"triples"``, ``"generate"``, ...
+    dataset_id, dataset_name
+        The dataset (the name is only used in the message).
+
+    Yields
+    ------
+    RunLock
+
+    Raises
+    ------
+    RunBusyError
+        The lock is held by a live run (its run id, process and start time are named).
+    """
+    path = lock_path(project, step, dataset_id)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        if fcntl is not None:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                raise _busy(path, step, dataset_name or f"#{dataset_id}") from None
+        info = {"pid": os.getpid(), "host": socket.gethostname(), "started_at": now(), "run_id": None}
+        _write_info(fd, info)
+        yield RunLock(path, fd, info)
+    finally:
+        os.close(fd)  # releases the lock; the file stays (removing it would race a waiting run)
+
+
+def _write_info(fd: int, info: dict[str, Any]) -> None:
+    data = json.dumps(info).encode()
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, data, 0)
+
+
+def _busy(path: Path, step: str, dataset: str) -> RunBusyError:
+    try:
+        info = json.loads(path.read_text() or "{}")
+    except (OSError, ValueError):
+        info = {}
+    run = f"run {info['run_id']}" if info.get("run_id") is not None else "a run"
+    who = f"process {info.get('pid', '?')} on {info.get('host', '?')}"
+    return RunBusyError(
+        f"A '{step}' run on dataset {dataset} is already running ({run}, {who}, since "
+        f"{info.get('started_at', 'an unknown time')}; lock {path}).",
+        "Wait for it to finish (or cancel it), then run the step again: what it answered is cached "
+        "and not sent again. Two runs at once would send the same requests twice.",
+    )
