@@ -27,7 +27,7 @@ from engine.errors import (
     ProjectNotFoundError,
     SchemaTooNewError,
 )
-from engine.store import runs, schema, staging
+from engine.store import liveness, schema, staging
 from engine.store.writer import StoreWriter, connect
 
 PROJECT_SUFFIX = ".cbproj"
@@ -167,7 +167,7 @@ class Project:
         """Open an existing project, running pending schema migrations.
 
         An import whose process died (see :func:`engine.store.staging.sweep`) is removed; a run
-        whose process died is marked ``interrupted`` (:func:`engine.store.runs.mark_interrupted`).
+        whose process died is marked ``interrupted`` (:func:`engine.store.liveness.mark_interrupted`).
 
         Raises
         ------
@@ -199,7 +199,7 @@ class Project:
                 staging.sweep(conn, _files_dir_of(path) / staging.LOCK_NAME)
             finally:
                 conn.close()
-            runs.mark_interrupted(path, connect)  # issue 15: runs whose process is gone
+            liveness.mark_interrupted(path, connect)  # issue 15: runs whose process is gone
         except sqlite3.DatabaseError as exc:
             raise NotAProjectError(
                 f"{path} is not a readable SQLite project ({exc}).",
