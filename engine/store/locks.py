@@ -110,7 +110,7 @@ def _busy(path: Path, step: str, dataset: str) -> RunBusyError:
         info = json.loads(path.read_text() or "{}")
     except (OSError, ValueError):
         info = {}
-    run = f"run {info['run_id']}" if info.get("run_id") is not None else "a run"
+    run = f"run {info['run_id']}" if info.get("run_id") is not None else "a run still starting"
     who = f"process {info.get('pid', '?')} on {info.get('host', '?')}"
     return RunBusyError(
         f"A '{step}' run on dataset {dataset} is already running ({run}, {who}, since "

@@ -37,7 +37,7 @@ from engine.errors import (
     ReadOnlyMigrationError,
     SchemaTooNewError,
 )
-from engine.store import runs, schema, staging
+from engine.store import liveness, schema, staging
 from engine.store.failures import named_storage_error, read_only_error
 from engine.store.writer import StoreWriter, connect, connect_file_readonly
 
@@ -194,7 +194,7 @@ class Project:
         The file is checked without writing to it; a file that is refused is left byte for byte
         as it was. An import whose process died (see :func:`engine.store.staging.sweep`) is
         removed; a run whose process died is marked ``interrupted``
-        (:func:`engine.store.runs.mark_interrupted`). A file or folder that cannot be written opens
+        (:func:`engine.store.liveness.mark_interrupted`). A file or folder that cannot be written opens
         read-only (:attr:`readonly`).
 
         Parameters
@@ -247,7 +247,7 @@ class Project:
                         staging.sweep(conn, _files_dir_of(path) / staging.LOCK_NAME)
                 finally:
                     conn.close()
-            runs.mark_interrupted(path, connect)  # runs whose process is gone become resumable
+            liveness.mark_interrupted(path, connect)  # runs whose process is gone become resumable
         except sqlite3.DatabaseError as exc:
             named = named_storage_error(exc, path, "opening the project")
             if named is not None:

@@ -13,8 +13,8 @@ on any other exception; the exception is re-raised. Writes go through the projec
 
 A row also records the process running it (``pid``, that process's start time ``pid_started``
 and ``host``) and a ``heartbeat_at`` refreshed every :data:`HEARTBEAT_S` seconds. A run killed
-outright (``kill -9``, a power cut) cannot finish its row; :func:`mark_interrupted`, run when
-the project is opened, finds ``running`` rows whose process is gone and marks them
+outright (``kill -9``, a power cut) cannot finish its row; :func:`~engine.store.liveness.mark_interrupted`, run when
+the project is opened (:mod:`engine.store.liveness`), finds ``running`` rows whose process is gone and marks them
 ``interrupted``. Steps resume by themselves: finished items are stored and LLM answers are
 cached, so the next run of the step continues where the interrupted one stopped.
 """
@@ -28,28 +28,23 @@ import socket
 import sqlite3
 import threading
 from collections.abc import Iterator
-from contextlib import closing, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engine.errors import Cancelled
+from engine.store.liveness import HEARTBEAT_S, process_started
 from engine.store.schema import now
 
 if TYPE_CHECKING:
     from engine.store.project import Project
 
-__all__ = ["RunRecord", "mark_interrupted", "process_alive", "recorded_run"]
+__all__ = ["RunRecord", "recorded_run"]
 
 log = logging.getLogger(__name__)
 
 #: Longest message stored in a run row (characters).
 MAX_MESSAGE = 2000
-#: Seconds between two refreshes of a running row's ``heartbeat_at``.
-HEARTBEAT_S = 60.0
-#: A run on another host whose heartbeat is older than this (seconds) is taken as interrupted.
-STALE_AFTER_S = 10 * HEARTBEAT_S
 
 
 @dataclass
@@ -150,70 +145,6 @@ def _heartbeat(project: Project, run_id: int, stop: threading.Event) -> None:
             ).result()
         except Exception as exc:  # a heartbeat must never fail the job it watches
             log.warning("could not refresh the heartbeat of run %d: %s", run_id, exc)
-
-
-def process_started(pid: int) -> str | None:
-    """When process ``pid`` started (an opaque stamp that tells a reused pid apart), or ``None``."""
-    import psutil
-
-    try:
-        return repr(psutil.Process(pid).create_time())
-    except (psutil.Error, OSError):
-        return None
-
-
-def process_alive(pid: int | None, started: str | None) -> bool:
-    """Whether process ``pid`` runs and is the one that started at ``started``."""
-    if pid is None:
-        return False
-    now_started = process_started(int(pid))
-    return now_started is not None and (started is None or now_started == started)
-
-
-def mark_interrupted(path: Path, connect: Any) -> list[int]:
-    """Mark ``running`` rows whose process is gone as ``interrupted`` (run when a project is opened).
-
-    A row is kept ``running`` while its process lives: on this host, the recorded pid with the
-    same start time; on another host (a shared folder), a heartbeat younger than
-    :data:`STALE_AFTER_S`. Rows written before runs recorded their process are interrupted.
-    Nothing is written when no row qualifies; a failure to write (a read-only file) is logged
-    and the rows stay as they are until a later open.
-
-    Parameters
-    ----------
-    path
-        The project file (already checked and migrated by the open).
-    connect
-        ``connect(path) -> sqlite3.Connection`` (autocommit, writing).
-
-    Returns
-    -------
-    list of int
-        The ids marked.
-    """
-    try:
-        with closing(connect(path)) as conn:
-            rows = conn.execute(
-                "SELECT id, pid, pid_started, host, heartbeat_at FROM runs WHERE status = 'running'"
-            ).fetchall()
-            host = socket.gethostname()
-            stale = (datetime.now(timezone.utc) - timedelta(seconds=STALE_AFTER_S)).isoformat(timespec="seconds")
-            gone = [
-                int(run_id) for run_id, pid, started, run_host, beat in rows
-                if not (process_alive(pid, started) if run_host in (None, host) else (beat or "") >= stale)
-            ]
-            if gone:
-                conn.execute(
-                    "UPDATE runs SET status = 'interrupted', finished_at = ?, "
-                    "message = 'interrupted: its process ended without finishing the run' || "
-                    "COALESCE(' (' || message || ')', '') "
-                    "WHERE status = 'running' AND id IN (SELECT value FROM json_each(?))",
-                    (now(), json.dumps(gone)),
-                )
-            return gone
-    except sqlite3.Error as exc:
-        log.warning("could not mark interrupted runs in %s: %s", path, exc)
-        return []
 
 
 def _finish_run(project: Project, run_id: int, status: str, *, message: str = "", result: Any = None) -> None:
