@@ -10,6 +10,8 @@ Bundled (``resources/wordlists``, see its ``ATTRIBUTION.md``):
 ``gender``
     The union of the two.
 
+Four misspellings of the published lists (``godess``, ``mentleman``, …) are corrected on reading.
+
 User lists are plain text: one or more words per line, separated by whitespace or commas,
 ``#`` starts a comment. Words are compared with :func:`engine.text.normalize` (case-folded).
 """
@@ -29,6 +31,12 @@ __all__ = ["available_wordlists", "gender_pairs", "load_wordlist", "parse_wordli
 _FOLDER = ("wordlists",)
 _WINOBIAS = ("winobias_generalized_swaps.txt", "winobias_extra_gendered_words.txt")
 _GN_GLOVE = ("gn_glove_male.txt", "gn_glove_female.txt")
+#: Misspellings in the upstream lists, corrected when the lists are read (the files stay as published).
+_SPELLING = {"godess": "goddess", "godesses": "goddesses", "mentleman": "gentleman", "seamstress'": "seamstresses"}
+
+
+def _fix(word: str) -> str:
+    return _SPELLING.get(word, word)
 
 _DESCRIPTIONS = {
     "winobias-gender": "WinoBias gender swap pairs, both sides (Zhao et al. 2018, MIT)",
@@ -54,11 +62,11 @@ def gender_pairs() -> tuple[tuple[str, str], ...]:
         for line in _lines(name):
             parts = line.split()
             if len(parts) >= 2:
-                pairs.append((normalize(parts[0]), normalize(parts[1])))
+                pairs.append((_fix(normalize(parts[0])), _fix(normalize(parts[1]))))
     male, female = (_lines(n) for n in _GN_GLOVE)
     for m, f in zip(male, female):
         if m.strip() and f.strip():
-            pairs.append((normalize(m.strip()), normalize(f.strip().rstrip("'"))))
+            pairs.append((_fix(normalize(m.strip())), _fix(normalize(f.strip()))))
     return tuple(dict.fromkeys(pairs))
 
 
@@ -77,10 +85,10 @@ def load_wordlist(name: str) -> frozenset[str]:
     if name in ("winobias-gender", "gender"):
         for file in _WINOBIAS:
             for line in _lines(file):
-                words.update(normalize(w) for w in line.split())
+                words.update(_fix(normalize(w)) for w in line.split())
     if name in ("gn-glove-gender", "gender"):
         for file in _GN_GLOVE:
-            words.update(normalize(w.strip().rstrip("'")) for w in _lines(file) if w.strip())
+            words.update(_fix(normalize(w.strip())) for w in _lines(file) if w.strip())
     return frozenset(w for w in words if w)
 
 

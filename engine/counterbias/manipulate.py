@@ -11,9 +11,10 @@ For one text field with triples ``T`` and the ensemble's words W_p (principal) a
   such a triple is rewritten, and its spurious words are handed to the rewrite as words to
   keep.
 * **swap_gender** — gendered words are replaced by their counterpart from the bundled pair
-  lists, keeping capitalisation. Limitation: the lists are binary (male ↔ female) and a word
-  with two readings gets one counterpart (``her`` → ``his``, never ``him``), so the reconstruct
-  step is relied on to repair grammar.
+  lists: whole words only (never inside ``god-awful``), clitics kept (``he's`` → ``she's``),
+  case kept (``HIS`` → ``HER``), and ``her`` / ``his`` by part of speech (``her`` → ``him`` as an
+  object, ``his`` before a noun; ``his`` → ``hers`` standing alone). Limitation: the lists are
+  binary (male ↔ female).
 * **arrange** — principal and spurious triples keep their places; normal triples are shuffled
   among the normal places and each is dropped with probability ``drop_prob`` (seeded), never
   all of a field's triples.
@@ -30,7 +31,7 @@ from functools import lru_cache
 
 from engine.llm.triple_format import Triple
 from engine.text import normalize, segment
-from engine.text.nlp import spacy_lemmas
+from engine.text.nlp import spacy_lemmas, spacy_tags
 from engine.text.words import LEXICAL_KINDS
 
 __all__ = [
@@ -136,11 +137,79 @@ def _match_case(source: str, word: str) -> str:
     return word
 
 
-_WORD = re.compile(r"[^\W\d_]+(?:['\u2019][^\W\d_]+)?")
+#: A word with its hyphen and apostrophe parts (``god-awful``, ``he's``, ``father-in-law``), never
+#: a piece of a longer run of letters and digits.
+_TOKEN = re.compile(r"(?<![\w'\u2019-])[^\W\d_]+(?:[-'\u2019][^\W\d_]+)*(?![\w])")
+#: Clitics kept as they are when the word before them is swapped (``he's`` → ``she's``).
+_CLITICS = frozenset({"s", "d", "ll", "re", "ve", "m"})
+#: First parts of a compound after which the last part is still swapped (``ex-wife`` → ``ex-husband``).
+_PREFIXES = frozenset({"ex", "step", "great", "grand", "half", "co", "would", "be", "soon", "to"})
+#: Words whose counterpart depends on their part of speech (Penn Treebank tag).
+_POSSESSIVE_DETERMINER = "PRP$"
+_FUNCTION_AFTER = frozenset(
+    "a an the and or but of to in on at for with by from as is was are were be been that this it "
+    "not so too very than then who which when".split()
+)
 
 
-def swap_gender(text: str, mapping: Mapping[str, str]) -> tuple[str, list[tuple[str, str]]]:
+def _pronoun(word: str, tag: str | None, next_word: str | None) -> str | None:
+    """The grammatical counterpart of ``her`` / ``his`` / ``hers`` / ``him``, or ``None`` for other words.
+
+    ``her`` is a possessive determiner (``her book`` → ``his book``) or an object (``saw her`` →
+    ``saw him``); ``his`` is a determiner (``his book`` → ``her book``) or a standalone possessive
+    pronoun (``it is his`` → ``it is hers``). The tag comes from spaCy's tagger; without it, the
+    next word decides (a content word after it: determiner).
+    """
+    if word not in ("her", "his"):
+        return {"hers": "his", "him": "her"}.get(word)
+    if tag is not None:  # a determiner needs a word after it (taggers guess PRP$ at the end of a text)
+        determiner = tag == _POSSESSIVE_DETERMINER and next_word is not None
+    else:
+        determiner = next_word is not None and next_word not in _FUNCTION_AFTER
+    if word == "her":
+        return "his" if determiner else "him"
+    return "her" if determiner else "hers"
+
+
+def _counterpart(token: str, mapping: Mapping[str, str], tag: str | None, next_word: str | None) -> str | None:
+    """The swapped form of one :data:`_TOKEN` match (case not yet restored), or ``None``."""
+    key = normalize(token)
+    whole = mapping.get(key)
+    if whole is not None:
+        if key in ("her", "his", "hers", "him"):
+            return _pronoun(key, tag, next_word) or whole
+        return whole
+    for mark in ("'", "\u2019"):
+        if mark in token:
+            base, _, clitic = token.rpartition(mark)
+            if clitic.lower() in _CLITICS and "-" not in base:
+                other = _counterpart(base, mapping, tag, None)
+                return None if other is None else other + mark + clitic
+    if "-" in token:
+        parts = token.split("-")
+        lowered = [normalize(p) for p in parts]
+        if lowered[-2:] == ["in", "law"] and len(parts) == 3 and lowered[0] in mapping:
+            return "-".join([mapping[lowered[0]], *parts[1:]])
+        if all(p in _PREFIXES for p in lowered[:-1]) and lowered[-1] in mapping:
+            return "-".join([*parts[:-1], mapping[lowered[-1]]])
+    return None
+
+
+def _tags_by_offset(text: str) -> dict[int, str] | None:
+    tags = spacy_tags(text)
+    return None if tags is None else {offset: tag for offset, _, tag in tags}
+
+
+def swap_gender(text: str, mapping: Mapping[str, str], *, grammar: bool = True) -> tuple[str, list[tuple[str, str]]]:
     """Replace each gendered word of ``text`` by its counterpart.
+
+    Whole words only: a word is never swapped inside a longer word or a hyphenated compound
+    (``god-awful`` stays), except after a prefix (``ex-wife`` → ``ex-husband``) or before
+    ``-in-law``; a clitic is kept (``he's`` → ``she's``, ``actor's`` → ``actress's``); the case
+    pattern is kept (``He`` → ``She``, ``HIS`` → ``HER``). With ``grammar``, ``her`` / ``his``
+    follow their part of speech (spaCy's tagger from :mod:`engine.text.nlp`, or a next-word rule
+    without it): ``her`` → ``his`` before a noun, else ``him``; ``his`` → ``her`` before a noun,
+    else ``hers``.
 
     Returns
     -------
@@ -148,29 +217,58 @@ def swap_gender(text: str, mapping: Mapping[str, str]) -> tuple[str, list[tuple[
         The swapped text.
     swaps : list of (str, str)
         ``(original, replacement)`` per replaced word, in order.
+
+    Examples
+    --------
+    >>> m = gender_map([("he", "she"), ("his", "her"), ("him", "her"), ("god", "goddess")])
+    >>> swap_gender("He told her it was his, a god-awful idea.", m, grammar=False)[0]
+    'She told him it was hers, a god-awful idea.'
     """
-    swaps: list[tuple[str, str]] = []
-
-    def replace(match: re.Match[str]) -> str:
-        word = match.group(0)
-        other = mapping.get(normalize(word))
-        if other is None:
-            return word
-        new = _match_case(word, other)
-        swaps.append((word, new))
-        return new
-
-    return _WORD.sub(replace, text), swaps
+    return _swap(text, mapping, _tags_by_offset(text) if grammar else None)
 
 
 def swap_triple(triple: Triple, mapping: Mapping[str, str]) -> tuple[Triple, list[tuple[str, str]]]:
-    """:func:`swap_gender` on each part of a triple."""
+    """:func:`swap_gender` on a triple, its parts tagged together as one phrase (``thanks | her``)."""
+    joined = triple_text(triple)
+    tags = _tags_by_offset(joined)
     parts, swaps = [], []
+    offset = 0
     for part in triple:
-        new, found = swap_gender(part, mapping)
+        if not part:
+            parts.append(part)
+            continue
+        start = joined.index(part, offset)
+        offset = start + len(part)
+        local = None if tags is None else {k - start: v for k, v in tags.items() if start <= k < offset}
+        new, found = _swap(part, mapping, local)
         parts.append(new)
         swaps.extend(found)
     return Triple(*parts), swaps
+
+
+def _swap(text: str, mapping: Mapping[str, str], tags: Mapping[int, str] | None) -> tuple[str, list[tuple[str, str]]]:
+    """The body of :func:`swap_gender`; ``tags``: Penn Treebank tag by character offset, or ``None``."""
+    matches = list(_TOKEN.finditer(text))
+    swaps: list[tuple[str, str]] = []
+    out: list[str] = []
+    last = 0
+    for i, match in enumerate(matches):
+        word = match.group(0)
+        following = text[match.end():].lstrip()
+        next_word = None
+        if following and following[0] not in ".,;:!?)\"" and i + 1 < len(matches):
+            next_word = normalize(matches[i + 1].group(0))
+        tag = tags.get(match.start()) if tags is not None else None
+        other = _counterpart(word, mapping, tag, next_word)
+        if other is None:
+            continue
+        new = _match_case(word, other)
+        out.append(text[last:match.start()])
+        out.append(new)
+        last = match.end()
+        swaps.append((word, new))
+    out.append(text[last:])
+    return "".join(out), swaps
 
 
 # ------------------------------------------------------------------ order and drop

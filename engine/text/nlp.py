@@ -18,12 +18,14 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-__all__ = ["LEMMA_PIPES", "SENTENCE_PIPES", "load_spacy", "spacy_lemmas", "spacy_sentences"]
+__all__ = ["LEMMA_PIPES", "SENTENCE_PIPES", "TAG_PIPES", "load_spacy", "spacy_lemmas", "spacy_sentences", "spacy_tags"]
 
 #: Components that find sentence boundaries.
 SENTENCE_PIPES = ("senter",)
 #: Components that give each token its lemma (in this order).
 LEMMA_PIPES = ("tok2vec", "tagger", "attribute_ruler", "lemmatizer")
+#: Components that give each token its fine-grained part-of-speech tag (Penn Treebank).
+TAG_PIPES = ("tok2vec", "tagger", "attribute_ruler")
 
 
 @lru_cache(maxsize=1)
@@ -79,3 +81,15 @@ def spacy_lemmas(text: str) -> list[tuple[str, str]] | None:
     """
     doc = _run(text, LEMMA_PIPES)
     return None if doc is None else [(t.text, t.lemma_) for t in doc]
+
+
+def spacy_tags(text: str) -> list[tuple[int, str, str]] | None:
+    """``(character offset, token, Penn Treebank tag)`` for every spaCy token of ``text``; ``None`` without spaCy.
+
+    Examples
+    --------
+    >>> spacy_tags("I saw her dog")  # doctest: +SKIP
+    [(0, 'I', 'PRP'), (2, 'saw', 'VBD'), (6, 'her', 'PRP$'), (10, 'dog', 'NN')]
+    """
+    doc = _run(text, TAG_PIPES)
+    return None if doc is None else [(t.idx, t.text, t.tag_) for t in doc]

@@ -27,16 +27,56 @@ def test_gender_swap_keeps_case_and_reports_swaps():
     assert text == "She said the Actress lost her keys; he laughed."
     assert swaps == [("He", "She"), ("Actor", "Actress"), ("his", "her"), ("she", "he")]
     triple, found = swap_triple(Triple("The actress", "thanks", "him"), gender_map([("him", "her")]))
-    assert triple == Triple("The actor", "thanks", "her") or found  # 'actress' not in this map
-    assert ("him", "her") in found
+    assert triple == Triple("The actress", "thanks", "her")  # 'actress' is not in this map
+    assert found == [("him", "her")]
 
 
-def test_bundled_gender_pairs_are_two_way():
+@pytest.fixture(scope="module")
+def bundled():
     from engine.attribution.wordlists import gender_pairs
 
-    mapping = gender_map(gender_pairs())
-    assert mapping["king"] == "queen" and mapping["queen"] == "king"
-    assert mapping["he"] == "she" and mapping["she"] == "he"
+    return gender_map(gender_pairs())
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    # word boundaries: never inside a word or a hyphenated compound
+    ("That was god-awful, God knows.", "That was god-awful, Goddess knows."),
+    ("Manhattan, a mankind of heroics; the man.", "Manhattan, a mankind of heroics; the woman."),
+    ("actor2 and actor_x stay", "actor2 and actor_x stay"),
+    # compounds after a prefix, and in-laws, are swapped as a whole
+    ("his ex-wife and his father-in-law", "her ex-husband and her mother-in-law"),
+    # apostrophes: the clitic is kept
+    ("He's the actor's friend; she'd know.", "She's the actress's friend; he'd know."),
+    ("He\u2019s here.", "She\u2019s here."),
+    # case
+    ("HIS acting and HER voice", "HER acting and HIS voice"),
+    ("He left. HE left. he left.", "She left. SHE left. she left."),
+    # grammar: her as object -> him, as possessive determiner -> his
+    ("I gave her the book.", "I gave him the book."),
+    ("He admits her deepest darkest secret to his viewers.", "She admits his deepest darkest secret to her viewers."),
+    ("Her performance was great and I loved her.", "His performance was great and I loved him."),
+    # his as a standalone possessive pronoun -> hers; hers -> his; him -> her
+    ("The book is his.", "The book is hers."),
+    ("hers is better than his", "his is better than hers"),
+    ("They thanked him, then her.", "They thanked her, then him."),
+])
+def test_gender_swap_respects_words_case_and_grammar(bundled, text, expected):
+    assert swap_gender(text, bundled)[0] == expected
+
+
+def test_gender_swap_without_a_tagger_uses_the_next_word(bundled):
+    assert swap_gender("I gave her the book, it is his and his dog likes her.", bundled, grammar=False)[0] == (
+        "I gave him the book, it is hers and her dog likes him.")
+
+
+def test_swap_triple_tags_the_parts_together(bundled):
+    assert swap_triple(Triple("He", "admits", "her deepest secret"), bundled)[0] == Triple("She", "admits", "his deepest secret")
+    assert swap_triple(Triple("The actress", "thanks", "her"), bundled)[0] == Triple("The actor", "thanks", "him")
+
+
+def test_bundled_spelling_is_corrected(bundled):
+    assert bundled["god"] == "goddess" and bundled["goddess"] == "god"
+    assert "godess" not in bundled and "mentleman" not in bundled
 
 
 def test_arrange_keeps_principal_and_spurious_in_place_and_is_seeded():
