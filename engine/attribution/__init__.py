@@ -23,6 +23,7 @@ from engine.attribution.registry import available_methods, get_method, register_
 from engine.attribution.shapley import ShapleySettings
 from engine.attribution.vote import (
     ExampleVote,
+    VoteContext,
     VoteSettings,
     VoteSummary,
     WordCount,
@@ -31,6 +32,7 @@ from engine.attribution.vote import (
     top_k_words,
     vote_example,
 )
+from engine.attribution.vote_rules import VOTE_RULES, available_vote_rules
 from engine.attribution.vote_store import VoteRun, find_principal_words, load_votes, vote_sets, vote_summary
 from engine.attribution.wordlists import (
     available_wordlists,
@@ -58,7 +60,9 @@ __all__ = [
     "StoredScores",
     "TargetLabelError",
     "UnknownMethodError",
+    "VOTE_RULES",
     "VoteConfigError",
+    "VoteContext",
     "VoteRun",
     "VoteSettings",
     "VoteSummary",
@@ -68,6 +72,7 @@ __all__ = [
     "attribute_ensemble",
     "attribute_texts",
     "available_methods",
+    "available_vote_rules",
     "available_wordlists",
     "combine_methods",
     "combine_wordlists",

@@ -16,6 +16,11 @@ For one example (one text field):
 4. **User words**: words of the user's lists (e.g. the bundled gender lists) that occur in the
    example join W_s, and leave W_p if they were there (the user's designation wins).
 
+Steps 2–3 are the default vote rule, ``"majority"``. Other rules (score aggregation across
+methods, members weighted by dev accuracy, the label margin, a z-statistics prior) are
+registered by name in :data:`engine.attribution.vote_rules.VOTE_RULES`;
+:attr:`VoteSettings.rule` names the one to use.
+
 Dataset-level tables count, per word, the examples in which it is principal / spurious (and
 per gold label). Everything here works on plain lists, dicts and numpy arrays.
 """
@@ -35,6 +40,7 @@ from engine.text.words import LEXICAL_KINDS
 __all__ = [
     "COMBINE_RULES",
     "ExampleVote",
+    "VoteContext",
     "VoteSettings",
     "VoteSummary",
     "WordCount",
@@ -63,12 +69,19 @@ class VoteSettings:
         ``"abs"`` (default) or ``"positive"``.
     threshold
         Members needed for a principal word; ``None`` means ``tau = (|M| + 1) / 2``.
+    rule
+        The vote rule's name in :data:`engine.attribution.vote_rules.VOTE_RULES` (default
+        ``"majority"``: the steps of the module doc).
+    prior_weight
+        Weight of the z-statistics prior for the rules that use one (0–1).
     """
 
     k: int = 5
     combine: str = "majority"
     rank_by: str = "abs"
     threshold: int | None = None
+    rule: str = "majority"
+    prior_weight: float = 0.3
 
     def __post_init__(self) -> None:
         if self.k < 1:
@@ -79,13 +92,43 @@ class VoteSettings:
             raise VoteConfigError(f"Unknown ranking {self.rank_by!r}.", f"Use one of: {', '.join(RANK_RULES)}.")
         if self.threshold is not None and self.threshold < 1:
             raise VoteConfigError(f"threshold must be at least 1, got {self.threshold}.", "Leave it unset for (|M|+1)/2.")
+        if not 0.0 <= self.prior_weight <= 1.0:
+            raise VoteConfigError(f"prior_weight must be between 0 and 1, got {self.prior_weight}.", "Use e.g. 0.3.")
+        from engine.attribution.vote_rules import VOTE_RULES  # lazy: vote_rules imports this module
+
+        VOTE_RULES.get(self.rule)  # an unknown name raises VoteConfigError listing the valid ones
 
     def tau(self, n_members: int) -> int:
         """The member threshold for ``n_members`` members."""
         return self.threshold if self.threshold is not None else (n_members + 1) // 2
 
     def to_dict(self) -> dict:
-        return {"k": self.k, "combine": self.combine, "rank_by": self.rank_by, "threshold": self.threshold}
+        out = {"k": self.k, "combine": self.combine, "rank_by": self.rank_by, "threshold": self.threshold}
+        if self.rule != "majority":  # the default rule keeps the keys of votes stored before rules existed
+            out.update(rule=self.rule, prior_weight=self.prior_weight)
+        return out
+
+
+@dataclass(frozen=True)
+class VoteContext:
+    """What some vote rules need besides the scores.
+
+    Attributes
+    ----------
+    member_weights
+        Member -> weight (e.g. dev accuracy above chance), for ``"weighted-majority"`` and the
+        aggregation rules; missing members weigh 1.
+    prior
+        Normalised word -> z-statistic (or any word prior; its magnitude is used), for
+        ``"z-prior"`` and ``"z-tiebreak"``.
+    contrast
+        ``contrast[member][method]``: scores of the runner-up class, for ``"margin"`` (the
+        margin's attribution is the difference, for the methods that are linear in their target).
+    """
+
+    member_weights: Mapping[str, float] | None = None
+    prior: Mapping[str, float] | None = None
+    contrast: Mapping[str, Mapping[str, Sequence[float] | np.ndarray]] | None = None
 
 
 def is_lexical_token(token: str) -> bool:
@@ -109,6 +152,16 @@ def top_k_words(words: Sequence[str], scores: Sequence[float] | np.ndarray, k: i
     rank_by
         ``"abs"`` or ``"positive"`` (non-positive scores are then never selected).
     """
+    ordered = sorted(type_scores(words, scores, rank_by=rank_by).items(), key=lambda kv: (-kv[1][0], kv[1][1]))
+    return [key for key, _ in ordered[:k]]
+
+
+def type_scores(words: Sequence[str], scores: Sequence[float] | np.ndarray, *, rank_by: str = "abs") -> dict[str, tuple[float, int]]:
+    """``{word type: (ranking value, first position)}`` of a text's lexical words (see :func:`top_k_words`).
+
+    The ranking value is the best occurrence's ``|score|`` (``rank_by="abs"``) or score
+    (``"positive"``; types without a positive score are left out).
+    """
     best: dict[str, tuple[float, int]] = {}
     values = np.asarray(scores, dtype=np.float64)
     for i, word in enumerate(words[: len(values)]):
@@ -121,8 +174,7 @@ def top_k_words(words: Sequence[str], scores: Sequence[float] | np.ndarray, k: i
         key = normalize(word)
         if key not in best or rank > best[key][0]:
             best[key] = (rank, best[key][1] if key in best else i)
-    ordered = sorted(best.items(), key=lambda kv: (-kv[1][0], kv[1][1]))
-    return [key for key, _ in ordered[:k]]
+    return best
 
 
 def combine_methods(tops: Mapping[str, Sequence[str]], rule: str = "majority") -> list[str]:
@@ -165,6 +217,9 @@ class ExampleVote:
         Member -> its voted words.
     user_words
         Words of W_s that came from the user's lists.
+    ranking
+        Every candidate word, most important first, as the rule ranks them (for precision at K;
+        not stored: empty for votes read back from a project, then W_p followed by W_s).
     """
 
     principal: tuple[str, ...]
@@ -172,6 +227,13 @@ class ExampleVote:
     votes: dict[str, int] = field(default_factory=dict)
     member_words: dict[str, tuple[str, ...]] = field(default_factory=dict)
     user_words: tuple[str, ...] = ()
+    ranking: tuple[str, ...] = ()
+
+    def ranked(self) -> tuple[str, ...]:
+        """:attr:`ranking`, or W_p then W_s when there is none (user-list words left out)."""
+        if self.ranking:
+            return self.ranking
+        return tuple(w for w in (*self.principal, *self.spurious) if w not in self.user_words)
 
     def category(self, word: str) -> str | None:
         """``"principal"``, ``"spurious"`` or ``None`` for a (raw or normalised) word."""
@@ -207,6 +269,7 @@ def vote_example(
     settings: VoteSettings | None = None,
     *,
     user_words: Iterable[str] = (),
+    context: VoteContext | None = None,
 ) -> ExampleVote:
     """Principal and spurious words of one example field.
 
@@ -221,6 +284,8 @@ def vote_example(
         K, the method-combination rule, ranking and threshold (default :class:`VoteSettings`).
     user_words
         Normalised words that always count as spurious when present.
+    context
+        Member weights, a word prior or contrast scores, for the rules that use them.
 
     Examples
     --------
@@ -231,20 +296,48 @@ def vote_example(
     >>> v.principal, v.spurious
     (('great',), ('moving', 'film', 'a'))
     """
+    from engine.attribution.vote_rules import VOTE_RULES  # lazy: vote_rules imports this module
+
     settings = settings if settings is not None else VoteSettings()
+    outcome = VOTE_RULES.get(settings.rule)(words, scores, settings, context or VoteContext())
+    present = {normalize(w) for w in words if is_lexical_token(w)}
+    users = [w for w in sorted(set(user_words) & present)]
+    principal = [w for w in outcome.principal if w not in users]
+    spurious = [w for w in outcome.spurious if w not in users and w not in principal] + users
+    ranking = [w for w in outcome.ranking if w not in users]
+    return ExampleVote(tuple(principal), tuple(spurious), dict(outcome.votes), dict(outcome.member_words),
+                       tuple(users), tuple(ranking))
+
+
+def majority_vote(
+    words: Sequence[str],
+    scores: Mapping[str, Mapping[str, Sequence[float] | np.ndarray]],
+    settings: VoteSettings,
+    weights: Mapping[str, float] | None = None,
+) -> tuple[list[str], list[str], dict[str, int], dict[str, tuple[str, ...]], dict[str, float]]:
+    """Steps 1–3 of the module doc: ``(principal, spurious, votes, member_words, weighted votes)``.
+
+    With ``weights``, a word is principal when the weight of the members voting for it reaches
+    ``tau / |M|`` of the total weight (equal weights: the plain vote); words are ranked by
+    weighted votes, then first appearance.
+    """
     member_words: dict[str, tuple[str, ...]] = {}
     for member, per_method in scores.items():
         tops = {m: top_k_words(words, s, settings.k, rank_by=settings.rank_by) for m, s in per_method.items()}
         member_words[member] = tuple(combine_methods(tops, settings.combine))
     votes = Counter(w for ws in member_words.values() for w in ws)
+    weight = {m: (1.0 if weights is None else float(weights.get(m, 1.0))) for m in member_words}
+    weighted: dict[str, float] = {}
+    for member, ws in member_words.items():
+        for w in ws:
+            weighted[w] = weighted.get(w, 0.0) + weight[member]
     first_seen = {w: i for i, w in enumerate(dict.fromkeys(w for ws in member_words.values() for w in ws))}
     tau = settings.tau(len(scores))
-    ranked = sorted(votes, key=lambda w: (-votes[w], first_seen[w]))
-    present = {normalize(w) for w in words if is_lexical_token(w)}
-    users = [w for w in sorted(set(user_words) & present)]
-    principal = [w for w in ranked if votes[w] >= tau and w not in users]
-    spurious = [w for w in ranked if votes[w] < tau and w not in users] + users
-    return ExampleVote(tuple(principal), tuple(spurious), dict(votes), member_words, tuple(users))
+    need = sum(weight.values()) * tau / max(len(scores), 1) - 1e-9
+    ranked = sorted(votes, key=lambda w: (-weighted[w], first_seen[w]))
+    principal = [w for w in ranked if weighted[w] >= need]
+    spurious = [w for w in ranked if weighted[w] < need]
+    return principal, spurious, dict(votes), member_words, weighted
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from engine.attribution.errors import MissingAttributionsError, VoteConfigError
 from engine.attribution.jobs import AttributionRun, attribute_ensemble
 from engine.attribution.method import MethodSettings, settings_key
 from engine.attribution.registry import resolve_settings
-from engine.attribution.vote import ExampleVote, VoteSettings, VoteSummary, summarize_votes, vote_example
+from engine.attribution.vote import ExampleVote, VoteContext, VoteSettings, VoteSummary, summarize_votes, vote_example
 from engine.attribution.wordlists import combine_wordlists
 from engine.models.store import get_model
 from engine.progress import CancelToken, ProgressFn, ensure_token, no_progress, scaled
@@ -62,6 +62,16 @@ class VoteRun:
     seconds: float
 
 
+def member_weights(infos: Sequence[Any]) -> dict[str, float]:
+    """Each member's dev accuracy above chance (``1 / number of labels``), at least 0.01; 1 when unknown."""
+    out = {}
+    for info in infos:
+        accuracy = (getattr(info, "metrics", None) or {}).get("dev_accuracy")
+        chance = 1.0 / max(len(getattr(info, "labels", []) or []), 2)
+        out[info.name] = 1.0 if accuracy is None else max(float(accuracy) - chance, 0.01)
+    return out
+
+
 def _vote_key(payload: Mapping[str, Any]) -> str:
     raw = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(raw.encode("utf-8")).hexdigest()[:16]
@@ -81,6 +91,7 @@ def find_principal_words(
     splits: Sequence[str] | None = None,
     compute: bool = True,
     top: int | None = 50,
+    prior: Mapping[str, float] | None = None,
     progress: ProgressFn = no_progress,
     cancel: CancelToken | None = None,
 ) -> VoteRun:
@@ -109,6 +120,10 @@ def find_principal_words(
         Compute missing attributions (``False``: raise if any are missing).
     top
         Rows per dataset-level table.
+    prior
+        Normalised word -> z-statistic, for the vote rules that use a prior (``"z-prior"``,
+        ``"z-tiebreak"``). Members are weighted by their dev accuracy above chance
+        (:func:`member_weights`) for the rules that weight members.
     progress, cancel
         Attribution gets 90 % of the progress range; checked per batch.
 
@@ -157,6 +172,9 @@ def find_principal_words(
         "user_words": sorted(users),
         "examples": hashlib.sha256(json.dumps(ids).encode()).hexdigest()[:16],
     }
+    context = VoteContext(member_weights=member_weights(infos), prior=prior)
+    if prior is not None and vote.rule != "majority":
+        payload["prior"] = hashlib.sha256(json.dumps(sorted(prior.items())).encode()).hexdigest()[:16]
     vote_key = _vote_key(payload)
     existing = project.db.execute("SELECT id FROM vote_sets WHERE vote_key = ?", [vote_key]).fetchone()
     if existing:
@@ -167,7 +185,7 @@ def find_principal_words(
     with recorded_run(project, "attribute", dataset_id, {"vote_key": vote_key, **payload}) as run:
         set_id, summary, runs = _attribute_and_vote(
             project, dataset_id, infos, resolved, keys, ids, vote, users, payload, vote_key, run.id,
-            target=target, compute=compute, top=top, progress=progress, cancel=cancel,
+            context=context, target=target, compute=compute, top=top, progress=progress, cancel=cancel,
         )
         run.result = {"vote_set_id": set_id, "examples": summary.n_examples}
     return VoteRun(set_id, vote_key, summary, tuple(runs), False, time.perf_counter() - started)
@@ -186,6 +204,7 @@ def _attribute_and_vote(
     vote_key: str,
     run_id: int,
     *,
+    context: VoteContext,
     target: str,
     compute: bool,
     top: int | None,
@@ -229,7 +248,7 @@ def _attribute_and_vote(
                     if len(got.words) > len(words):
                         words = got.words
                     scores.setdefault(info.name, {})[m] = got.scores
-            votes.append((ex, field, vote_example(words, scores, vote, user_words=users)))
+            votes.append((ex, field, vote_example(words, scores, vote, user_words=users, context=context)))
 
     def write(conn: sqlite3.Connection) -> int:
         cursor = conn.execute(
