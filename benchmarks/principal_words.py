@@ -1,30 +1,36 @@
-"""Do the ensemble's principal words agree with human judgements better than single members/methods?
+"""Which vote finds the words that make a review's label? P@5 against the human CAD edits.
 
-Ground truth, on CAD IMDb dev reviews (Kaushik et al. 2020):
+Ground truth, on CAD IMDb dev pairs (Kaushik et al. 2020, ``../shared/data/cad``): in
+``sentiment/combined/paired/dev_paired.tsv`` row 2k is an original review and row 2k+1 the
+human revision that flips its label; the original's words that the editors deleted or replaced
+(a word diff over canonical words) are the words that *made* the label. Only the part of the
+review the members read (their first ``max_length`` tokens) counts, and only pairs with an edit
+there are evaluated.
 
-* **CAD edits** — in ``cad/sentiment/combined/paired/dev_paired.tsv`` row 2k is an original
-  review and row 2k+1 a human revision that flips its label; the original's words that the
-  human deleted or replaced (a word diff over canonical words) are the words that *made* the
-  label. Precision = share of predicted words that were edited.
-* **Wang & Culotta causal terms** — ``wang_culotta_causal_terms/aaai2021/imdb_vocab_antonym_causal.csv``
-  labels 2,449 IMDb terms as causal (sentiment-bearing, 389) or not (2,060). Precision = share
-  of predicted words *that are in that vocabulary* labelled causal (coverage = share of
-  predicted words in the vocabulary).
+Predictors, each a ranking of the review's word types (P@5 = edited words among its first 5,
+divided by 5) and, for the votes, a set of principal words (precision = edited share of it):
 
-Predictors, per example (K = 5): the ensemble's principal words W_p (3 members x IG, LIME,
-KernelSHAP, methods combined by majority within each member, tau = 2), the ensemble with a
-single method, each member alone (its methods combined), each member x method top-K, the
-ensemble's spurious words W_s (expected to agree *less*), and K random words.
+* every registered vote rule (:data:`engine.attribution.vote_rules.VOTE_RULES`): ``majority``
+  (the default), ``weighted-majority`` (dev accuracy above chance), ``rank-mean``,
+  ``score-mean``, ``z-prior`` and ``z-tiebreak`` (prior: the train split's z-statistics),
+  ``margin`` (the attributions are of the predicted class's probability; for two classes the
+  runner-up's attribution is its negation, so the contrast is the negated scores);
+* each member alone (its methods combined by majority), each member x method top-K;
+* the z-statistics lexicon: the review's K words with the largest ``|z|`` on the train split
+  (word presence per review, z of the positive-label share against 0.5) — costs nothing;
+* the VADER lexicon: the review's K words with the largest ``|valence|``;
+* K random words (seeded).
 
-Cost control on 2 CPU cores (all three real members: MiniLM-L6, MiniLM-L3, MPNet-base): the
-members are fine-tuned with the ``fast-cpu`` preset on a seeded sub-sample of CAD train
-(``--train-rows``, default 320) at ``--max-length`` 64 tokens; the evaluation uses
-``--pairs`` (default 40) seeded dev pairs whose first 64 tokens contain an edited word; IG uses
-``--ig-steps`` (default 50), LIME and KernelSHAP ``--samples`` (default 100) perturbations.
-Everything is stored in a project under ``--workdir``, so a rerun reuses the trained members
-and cached attributions.
+Standard errors are over reviews. Members: the default ensemble (``--members``) trained on the
+full CAD train split with the default preset (``--max-train-rows`` for a small run); everything
+lives in one project (``--project``, default under the user data dir), so a rerun reuses the
+trained members and the cached attributions (the expensive stage) and only re-scores.
 
-Usage: ``python benchmarks/principal_words.py [--pairs 40] [--train-rows 320] [--fresh]``
+Usage::
+
+    python benchmarks/principal_words.py                       # all dev pairs, default ensemble
+    nice -n 10 python benchmarks/principal_words.py --pairs 20 --max-train-rows 400 \\
+        --members minilm-l3,minilm-l6 --max-length 128 --ig-steps 16 --samples 64   # a small run
 """
 
 from __future__ import annotations
@@ -32,11 +38,12 @@ from __future__ import annotations
 import argparse
 import csv
 import difflib
+import math
 import os
 import random
-import shutil
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -46,8 +53,6 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 DATA = REPO.parent / "shared" / "data"
 CAD = DATA / "cad" / "sentiment"
 PAIRED_DEV = CAD / "combined" / "paired" / "dev_paired.tsv"
-CAUSAL = DATA / "wang_culotta_causal_terms" / "aaai2021" / "imdb_vocab_antonym_causal.csv"
-MEMBERS = ("minilm-l6", "minilm-l3", "mpnet-base")
 METHODS = ("ig", "lime", "shapley")
 
 
@@ -56,105 +61,133 @@ def read_tsv(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(f, delimiter="\t"))
 
 
-def edited_words(original: str, revision: str) -> list[tuple[int, str]]:
-    """(position, key) of the original's lexical words that the revision deleted or replaced."""
-    from engine.text import segment
-
-    a = [w for w in segment(original) if w.is_lexical]
-    b = [w.key for w in segment(revision) if w.is_lexical]
-    out = []
-    matcher = difflib.SequenceMatcher(a=[w.key for w in a], b=b, autojunk=False)
-    for op, i1, i2, _, _ in matcher.get_opcodes():
-        if op in ("replace", "delete"):
-            out.extend((i, a[i].key) for i in range(i1, i2))
-    return out
-
-
-def lexical_index(text: str) -> list[str]:
+def lexical_keys(text: str) -> list[str]:
     from engine.text import segment
 
     return [w.key for w in segment(text) if w.is_lexical]
 
 
-def causal_terms() -> tuple[set[str], set[str]]:
-    from engine.text import normalize
+def edited_words(original: str, revision: str) -> list[tuple[int, str]]:
+    """(position, key) of the original's lexical words that the revision deleted or replaced."""
+    a, b = lexical_keys(original), lexical_keys(revision)
+    out = []
+    for op, i1, i2, _, _ in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
+        if op in ("replace", "delete"):
+            out.extend((i, a[i]) for i in range(i1, i2))
+    return out
 
-    yes, no = set(), set()
-    with open(CAUSAL, encoding="utf-8", newline="") as f:
-        for row in csv.DictReader(f):
-            term = normalize(row["term"])
-            if row["causal"] == "1":
-                yes.add(term)
-            elif row["causal"] == "0":
-                no.add(term)
-    return yes, no - yes
+
+def z_lexicon(texts: list[str], labels: list[str], positive: str) -> dict[str, float]:
+    """Word -> z of the share of ``positive`` reviews among the reviews holding it (p0 = overall share)."""
+    import numpy as np
+
+    from engine.stats.zstats import z_scores
+
+    df: dict[str, list[int]] = {}
+    for text, label in zip(texts, labels):
+        for key in set(lexical_keys(text)):
+            df.setdefault(key, [0, 0])[int(label == positive)] += 1
+    words = list(df)
+    counts = np.array([df[w] for w in words], dtype=np.int64)
+    p0 = sum(1 for lab in labels if lab == positive) / len(labels)
+    _, _, z = z_scores(counts, p0)
+    return {w: float(z[i, 1]) for i, w in enumerate(words) if np.isfinite(z[i, 1])}
+
+
+def rank_by_lexicon(types: list[str], weights: dict[str, float], k: int) -> list[str]:
+    """The ``k`` types with the largest ``|weight|`` (types without a weight are left out; ties: text order)."""
+    scored = [(abs(weights[t]), i, t) for i, t in enumerate(types) if t in weights and weights[t] != 0]
+    return [t for _, _, t in sorted(scored, key=lambda x: (-x[0], x[1]))[:k]]
 
 
 class Tally:
-    """Micro-averaged precision of predicted word sets against two ground truths."""
+    """Per-review P@K and precision of a word set; means with standard errors."""
 
     def __init__(self) -> None:
-        self.n_examples = self.n_pred = self.hits_edit = 0
-        self.annotated = self.hits_causal = 0
+        self.p_at_k: list[float] = []
+        self.precision: list[float] = []
+        self.sizes: list[int] = []
 
-    def add(self, predicted: set[str], edited: set[str], causal: set[str], noncausal: set[str]) -> None:
-        self.n_examples += 1
-        self.n_pred += len(predicted)
-        self.hits_edit += len(predicted & edited)
-        self.annotated += len(predicted & (causal | noncausal))
-        self.hits_causal += len(predicted & causal)
+    def add(self, ranking: list[str], gold: set[str], k: int, chosen: list[str] | None = None) -> None:
+        self.p_at_k.append(len(set(ranking[:k]) & gold) / k)
+        if chosen is not None:
+            self.sizes.append(len(chosen))
+            if chosen:
+                self.precision.append(len(set(chosen) & gold) / len(chosen))
 
-    def row(self, name: str) -> str:
-        p_edit = self.hits_edit / self.n_pred if self.n_pred else float("nan")
-        p_causal = self.hits_causal / self.annotated if self.annotated else float("nan")
-        coverage = self.annotated / self.n_pred if self.n_pred else float("nan")
-        return (
-            f"{name:<34} {self.n_pred / max(1, self.n_examples):6.2f}   {p_edit:6.3f}      "
-            f"{p_causal:6.3f}   {coverage:6.2f}"
-        )
+    @staticmethod
+    def mean_se(values: list[float]) -> tuple[float, float]:
+        if not values:
+            return float("nan"), float("nan")
+        m = sum(values) / len(values)
+        if len(values) < 2:
+            return m, float("nan")
+        var = sum((v - m) ** 2 for v in values) / (len(values) - 1)
+        return m, math.sqrt(var / len(values))
+
+    def row(self, name: str, k: int) -> str:
+        p, se = self.mean_se(self.p_at_k)
+        text = f"{name:<36} P@{k} {p:5.3f} ± {se:5.3f}"
+        if self.sizes:
+            q, qse = self.mean_se(self.precision)
+            text += f"   |W_p| {sum(self.sizes) / len(self.sizes):4.2f}   precision {q:5.3f} ± {qse:5.3f}"
+        return text
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pairs", type=int, default=40, help="CAD dev pairs evaluated (default 40)")
-    parser.add_argument("--train-rows", type=int, default=320, help="CAD train rows per member (default 320)")
-    parser.add_argument("--max-length", type=int, default=64)
-    parser.add_argument("--ig-steps", type=int, default=50)
-    parser.add_argument("--samples", type=int, default=100, help="LIME / KernelSHAP perturbations")
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    parser.add_argument("--pairs", type=int, default=None, help="CAD dev pairs evaluated (default: all eligible)")
+    parser.add_argument("--project", type=Path, default=None, help="project file to create or reuse")
+    parser.add_argument("--members", default=None, help="comma-separated backbones (default: the default ensemble)")
+    parser.add_argument("--preset", default="fast-cpu", help="training preset (default: the app's default)")
+    parser.add_argument("--max-train-rows", type=int, default=None, help="train rows per member (default: all)")
+    parser.add_argument("--max-length", type=int, default=None, help="tokens per review (default: the preset's)")
+    parser.add_argument("--methods", default=",".join(METHODS))
+    parser.add_argument("--ig-steps", type=int, default=None, help="IG steps (default: the engine's)")
+    parser.add_argument("--samples", type=int, default=None, help="LIME / KernelSHAP perturbations (default: the engine's)")
     parser.add_argument("--k", type=int, default=5)
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--workdir", type=Path, default=None, help="project folder (default: user data dir)")
-    parser.add_argument("--fresh", action="store_true", help="delete the stored project first")
     args = parser.parse_args()
 
+    import numpy as np
+
     from engine.attribution import (
+        VoteContext,
         VoteSettings,
         attribute_ensemble,
-        find_principal_words,
+        available_vote_rules,
         load_attributions,
         settings_key_for,
         top_k_words,
         vote_example,
     )
+    from engine.attribution.vote_store import member_weights
     from engine.io.importer import ImportOptions, import_file
     from engine.models import default_ensemble, get_model, train_ensemble
+    from engine.models.config import EnsembleConfig
+    from engine.models.config import DEFAULT_MEMBERS
     from engine.paths import user_data_dir
     from engine.store import ExampleQuery, Project
 
     started = time.perf_counter()
-    workdir = args.workdir or user_data_dir() / "benchmarks" / "principal_words"
-    if args.fresh and workdir.exists():
-        shutil.rmtree(workdir)
-    workdir.mkdir(parents=True, exist_ok=True)
-    path = workdir / f"cad-{args.train_rows}-{args.max_length}.cbproj"
+    backbones = tuple(args.members.split(",")) if args.members else DEFAULT_MEMBERS
+    methods_used = tuple(args.methods.split(","))
+    rows_tag = args.max_train_rows or "all"
+    path = args.project or (user_data_dir() / "benchmarks" / "principal_words"
+                            / f"cad-{'+'.join(backbones)}-{args.preset}-{rows_tag}-{args.max_length or 'preset'}.cbproj")
+    path.parent.mkdir(parents=True, exist_ok=True)
     project = Project.open(path) if path.exists() else Project.create(path)
+    train_rows = read_tsv(CAD / "orig" / "train.tsv")
+    pairs = read_tsv(PAIRED_DEV)
 
     # ---------------------------------------------------------------- data
-    if not project.datasets():
+    names = {d.name for d in project.datasets()}
+    if "cad-train" not in names:
         train = import_file(project, CAD / "orig" / "train.tsv", options=ImportOptions(name="cad-train"))
         import_file(project, CAD / "orig" / "dev.tsv", options=ImportOptions(append_to=train.dataset.id, split="dev"))
-        pairs = read_tsv(PAIRED_DEV)
-        originals = workdir / "dev_pairs_original.tsv"
+    if "cad-dev-pairs" not in names:
+        originals = path.parent / "dev_pairs_original.tsv"
         with open(originals, "w", encoding="utf-8", newline="") as f:
             writer = csv.writer(f, delimiter="\t")
             writer.writerow(["Sentiment", "Text", "pair"])
@@ -162,63 +195,86 @@ def main() -> None:
                 writer.writerow([pairs[k]["Sentiment"], pairs[k]["Text"], k // 2])
         import_file(project, originals, options=ImportOptions(name="cad-dev-pairs", split="test"))
     train_ds, pairs_ds = project.dataset("cad-train"), project.dataset("cad-dev-pairs")
-    pairs = read_tsv(PAIRED_DEV)
 
     # ---------------------------------------------------------------- members
-    config = default_ensemble(
-        "bench-", preset="fast-cpu", max_length=args.max_length, max_train_rows=args.train_rows, max_dev_rows=120,
-        learning_rate=2e-4,
-    )
+    overrides = {}
+    if args.max_train_rows:
+        overrides["max_train_rows"] = args.max_train_rows
+    if args.max_length:
+        overrides["max_length"] = args.max_length
+    config = default_ensemble("bench-", backbones=(backbones[0],), preset=args.preset, **overrides)
+    specs = [replace(config.members[0], name=f"bench-{b}", backbone=b) for b in backbones]
     t0 = time.perf_counter()
-    trained = train_ensemble(project, train_ds.id, config, progress=_printer("train"))
-    print(f"\nmembers ({time.perf_counter() - t0:.0f} s; fast-cpu, {args.train_rows} train rows, {args.max_length} tokens):")
-    for m in trained.members:
-        print(f"  {m.model.name:<18} dev accuracy {m.dev_accuracy:.3f}{'  (reused)' if m.skipped else ''}")
+    print(f"members (preset {args.preset}, train rows {rows_tag}):")
+    for spec in specs:  # one at a time: a small run may use an even number of members
+        trained = train_ensemble(project, train_ds.id, EnsembleConfig((spec,)), progress=_printer("train"))
+        m = trained.members[0]
+        print(f"  {m.model.name:<22} dev accuracy {m.dev_accuracy:.3f}{'  (reused)' if m.skipped else ''}", flush=True)
+    print(f"  ({time.perf_counter() - t0:.0f} s)")
+    names_ = [spec.name for spec in specs]
+    infos = [get_model(project, n) for n in names_]
+    max_length = infos[0].max_length
 
     # ---------------------------------------------------------------- evaluation pairs
     from engine.models.loading import load_member
     from engine.text import align_tokens, segment
 
     ids = project.example_ids(ExampleQuery(pairs_ds.id)).tolist()  # position k = pair k
-    tokenizer = load_member(project, config.names[0]).tokenizer
+    tokenizer = load_member(project, names_[0]).tokenizer
     eligible = []
     for k, ex in enumerate(ids):
         original, revision = pairs[2 * k]["Text"], pairs[2 * k + 1]["Text"]
-        enc = tokenizer(original, truncation=True, max_length=args.max_length, return_offsets_mapping=True, return_special_tokens_mask=True)
+        if original == revision:
+            continue
+        enc = tokenizer(original, truncation=True, max_length=max_length, return_offsets_mapping=True,
+                        return_special_tokens_mask=True)
         words = segment(original)
         al = align_tokens(words, enc["offset_mapping"], special_mask=enc["special_tokens_mask"])
         n_seen = sum(1 for w in words[: al.n_covered_prefix] if w.is_lexical)
         if any(pos < n_seen for pos, _ in edited_words(original, revision)):
             eligible.append((ex, k))
     rng = random.Random(args.seed)
-    chosen = sorted(rng.sample(eligible, min(args.pairs, len(eligible))))
+    chosen = sorted(rng.sample(eligible, min(args.pairs or len(eligible), len(eligible))))
     example_ids = [i for i, _ in chosen]
-    print(f"\nevaluation: {len(chosen)} of {len(eligible)} eligible CAD dev pairs (seed {args.seed}), first {args.max_length} tokens of each original")
+    print(f"evaluation: {len(chosen)} of {len(eligible)} eligible CAD dev pairs (of {len(ids)}), "
+          f"first {max_length} tokens of each original")
 
-    # ---------------------------------------------------------------- attributions (cached)
-    methods = {"ig": {"n_steps": args.ig_steps}, "lime": {"num_samples": args.samples}, "shapley": {"estimator": "kernel", "num_samples": args.samples}}
+    # ---------------------------------------------------------------- attributions (cached in the project)
+    settings = {"ig": {"n_steps": args.ig_steps} if args.ig_steps else {},
+                "lime": {"num_samples": args.samples} if args.samples else {},
+                "shapley": {"estimator": "kernel", **({"num_samples": args.samples} if args.samples else {})}}
+    methods = {m: settings.get(m) or None for m in methods_used}
     t0 = time.perf_counter()
-    runs = attribute_ensemble(project, config.names, pairs_ds.id, methods=methods, example_ids=example_ids, progress=_printer("attribute"))
-    print(f"\nattributions ({time.perf_counter() - t0:.0f} s):")
+    runs = attribute_ensemble(project, names_, pairs_ds.id, methods=methods, example_ids=example_ids,
+                              progress=_printer("attribute"))
+    print(f"attributions ({time.perf_counter() - t0:.0f} s, noisy: shared CPU):")
     for r in runs:
-        delta = f", max |IG delta| {r.max_abs_delta:.1e}" if r.max_abs_delta is not None else ""
-        print(f"  {r.model_name:<18} {r.method:<8} computed {r.computed:3d}, cached {r.cached:3d}, {r.seconds:6.1f} s{delta}")
+        print(f"  {r.model_name:<22} {r.method:<8} computed {r.computed:4d}, cached {r.cached:4d}, {r.seconds:7.1f} s")
+
+    from engine.attribution import resolve_settings
 
     scores: dict[int, dict[str, dict[str, object]]] = {}
     words_of: dict[int, list[str]] = {}
-    for name in config.names:
-        info = get_model(project, name)
-        for meth, settings in methods.items():
-            key = settings_key_for(info, meth, settings, max_length=info.max_length)
+    for info in infos:
+        for meth in methods_used:
+            key = settings_key_for(info, meth, resolve_settings(meth, methods[meth]), max_length=info.max_length)
             for (ex, _), stored in load_attributions(project, info.id, meth, key, example_ids).items():
-                scores.setdefault(ex, {}).setdefault(name, {})[meth] = stored.scores
+                scores.setdefault(ex, {}).setdefault(info.name, {})[meth] = stored.scores
                 if len(stored.words) > len(words_of.get(ex, [])):
                     words_of[ex] = stored.words
 
+    # ---------------------------------------------------------------- lexicons
+    z = z_lexicon([r["Text"] for r in train_rows], [r["Sentiment"] for r in train_rows], "Positive")
+    from vader import SentimentIntensityAnalyzer
+
+    vader = dict(SentimentIntensityAnalyzer().lexicon)
+
     # ---------------------------------------------------------------- scoring
-    causal, noncausal = causal_terms()
-    short = {n: n.removeprefix("bench-") for n in config.names}
-    vote = VoteSettings(k=args.k)
+    k = args.k
+    short = {n: n.removeprefix("bench-") for n in names_}
+    weights = member_weights(infos)
+    threshold = None if len(infos) % 2 else len(infos) // 2 + 1
+    rules = available_vote_rules()
     tallies: dict[str, Tally] = {}
 
     def tally(name: str) -> Tally:
@@ -226,38 +282,49 @@ def main() -> None:
 
     for ex, pair in chosen:
         words = words_of[ex]
-        lexical = sorted({w for w in lexical_index(" ".join(words))})
-        original, revision = pairs[2 * pair]["Text"], pairs[2 * pair + 1]["Text"]
-        n_seen = sum(1 for w in words if lexical_index(w))
-        edited = {key for pos, key in edited_words(original, revision) if pos < n_seen}
         s = scores[ex]
-        full = vote_example(words, s, vote)
-        tally(f"ensemble W_p ({'+'.join(METHODS)})").add(set(full.principal), edited, causal, noncausal)
-        any_vote = vote_example(words, s, VoteSettings(k=args.k, combine="any"))
-        tally("ensemble W_p, combine=any").add(set(any_vote.principal), edited, causal, noncausal)
-        for meth in METHODS:
-            single = vote_example(words, {m: {meth: s[m][meth]} for m in s}, vote)
-            tally(f"ensemble W_p, {meth} only").add(set(single.principal), edited, causal, noncausal)
-        for m in config.names:
-            tally(f"{short[m]} (all methods)").add(set(full.member_words[m]), edited, causal, noncausal)
-        for m in config.names:
-            for meth in METHODS:
-                tally(f"{short[m]} x {meth} top-{args.k}").add(set(top_k_words(words, s[m][meth], args.k)), edited, causal, noncausal)
-        tally("ensemble W_s (spurious)").add(set(full.spurious), edited, causal, noncausal)
-        tally(f"random {args.k} words").add(set(rng.sample(lexical, min(args.k, len(lexical)))), edited, causal, noncausal)
+        covered = max(len(v) for per in s.values() for v in per.values())  # tokens the members read
+        seen = [w for w in words[:covered] if lexical_keys(w)]
+        types = list(dict.fromkeys(key for w in seen for key in lexical_keys(w)))
+        original, revision = pairs[2 * pair]["Text"], pairs[2 * pair + 1]["Text"]
+        gold = {key for pos, key in edited_words(original, revision) if pos < len(seen)}
+        prior = {t: z.get(t, 0.0) for t in types}
+        contrast = {m: {meth: -np.asarray(v) for meth, v in per.items()} for m, per in s.items()}
+        context = VoteContext(member_weights=weights, prior=prior, contrast=contrast)
+        for rule in rules:
+            vote = vote_example(words, s, VoteSettings(k=k, rule=rule, threshold=threshold), context=context)
+            tally(f"vote: {rule}{' (default)' if rule == 'majority' else ''}").add(
+                list(vote.ranked()), gold, k, list(vote.principal))
+        full = vote_example(words, s, VoteSettings(k=k, threshold=threshold))
+        if len(methods_used) > 1:
+            for meth in methods_used:
+                single = vote_example(words, {m: {meth: s[m][meth]} for m in s}, VoteSettings(k=k, threshold=threshold))
+                tally(f"vote: majority, {meth} only").add(list(single.ranked()), gold, k, list(single.principal))
+        for m in names_:
+            tally(f"member {short[m]} (methods combined)").add(list(full.member_words[m]), gold, k)
+        for m in names_:
+            for meth in methods_used:
+                tally(f"member {short[m]} x {meth}").add(top_k_words(words, s[m][meth], k), gold, k)
+        tally("z-statistics lexicon (train split)").add(rank_by_lexicon(types, z, k), gold, k)
+        tally("VADER lexicon").add(rank_by_lexicon(types, vader, k), gold, k)
+        tally("random").add(rng.sample(types, min(k, len(types))), gold, k)
 
-    print(f"\nprecision of predicted words (micro-averaged over {len(chosen)} reviews, K={args.k}, tau=2):")
-    print(f"{'predictor':<34} {'words':>6}   {'P(CAD edit)':>10}  {'P(causal)':>8}  {'in vocab':>8}")
+    print(f"\nP@{k} against the words the CAD editors changed ({len(chosen)} reviews; ± standard error):")
     for name, t in tallies.items():
-        print(t.row(name))
-
-    vote_run = find_principal_words(project, pairs_ds.id, config.names, methods=methods, vote=vote, example_ids=example_ids, compute=False)
-    top = ", ".join(f"{w.word} ({w.examples})" for w in vote_run.summary.principal[:12])
-    spur = ", ".join(f"{w.word} ({w.examples})" for w in vote_run.summary.spurious[:12])
-    print(f"\nmost frequent principal words: {top}")
-    print(f"most frequent spurious words:  {spur}")
-    print(f"\ntotal {time.perf_counter() - started:.0f} s; project {path}")
+        print(t.row(name, k))
+    votes = {n: t for n, t in tallies.items() if n.startswith("vote: ") and " only" not in n}
+    best = max(votes, key=lambda n: votes[n].mean_se(votes[n].p_at_k)[0])
+    singles = {n: t for n, t in tallies.items() if n.startswith("member ")}
+    best_single = max(singles, key=lambda n: singles[n].mean_se(singles[n].p_at_k)[0])
+    b, bse = votes[best].mean_se(votes[best].p_at_k)
+    sb = singles[best_single].mean_se(singles[best_single].p_at_k)[0]
+    zl = tallies["z-statistics lexicon (train split)"].mean_se(tallies["z-statistics lexicon (train split)"].p_at_k)[0]
+    print(f"\nbest vote rule: {best.removeprefix('vote: ')} (P@{k} {b:.3f} ± {bse:.3f}); "
+          f"best single member/method: {best_single.removeprefix('member ')} ({sb:.3f}); z-lexicon {zl:.3f}")
+    print(f"  vs best single: {100 * (b - sb):+.1f} points (target ≥ +5); vs z-lexicon: {100 * (b - zl):+.1f} points (target ≥ +10)")
+    print(f"total {time.perf_counter() - started:.0f} s; project {path}")
     project.close()
+    return 0
 
 
 def _printer(tag: str):
@@ -273,4 +340,4 @@ def _printer(tag: str):
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
