@@ -1,0 +1,374 @@
+"""Are counterbias candidates counterfactual edits? Generated candidates next to the human CAD revisions.
+
+``--reviews`` CAD IMDb dev reviews (Kaushik et al. 2020; seeded sample, or ``--shortest``) go
+through the engine's default generation (:func:`engine.counterbias.generate_counterbias` with
+default :class:`~engine.counterbias.GenerateSettings`) with the bundled local model
+(``--model``, default ``qwen2.5-coder-1.5b``), after the default vote (IG, LIME, Shapley;
+gender word lists). The human revisions of the same reviews (``combined/paired/dev_paired.tsv``)
+are scored the same way. Printed side by side:
+
+* made / failed (reviews with at least one usable candidate, on this run);
+* flip rates: the product's ensemble (majority of its members), and two independent judges built
+  here — VADER (compound >= 0: Positive) and a TF-IDF logistic regression trained on IMDb
+  train reviews (Maas et al. 2011, ``../shared/data/imdb_maas``) with every CAD original removed
+  by normalised text, so the judge has never seen these reviews; each judge's accuracy on the
+  originals is printed too;
+* spurious words kept: the share of the original's spurious words (``meta.keep_words`` of the
+  candidate; for the human revision, the same words) still present (form or lemma), and the
+  share of texts that keep all of them;
+* word-level edit distance to the original (Levenshtein over words / original length) and
+  BLEU-4 against the original (sacrebleu when installed, else a plain corpus BLEU-4 here);
+* prompt leaks: texts that contain a sentence (four words or more) of the bundled prompts
+  (``resources/prompts``) that the original does not contain;
+* what ``counterbias decide accept --passing`` would accept (``scores.passes`` of proposed
+  candidates) and how the independent judges see that subset.
+
+Every candidate is written with its original and human revision to a JSONL file (``--out``)
+for reading. The project (``--project``) keeps the members, attributions, vote, triples and LLM
+answers, so a rerun only re-judges.
+
+Usage::
+
+    nice -n 10 python benchmarks/coba_quality.py --reviews 50
+    nice -n 10 python benchmarks/coba_quality.py --reviews 3 --shortest --model smollm2-135m \\
+        --project /tmp/pw/small.cbproj --max-train-rows 400 --members minilm-l3,minilm-l6   # a small run
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import gzip
+import json
+import math
+import os
+import pickle
+import random
+import re
+import sys
+import time
+from collections import Counter
+from dataclasses import replace
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+DATA = REPO.parent / "shared" / "data"
+CAD = DATA / "cad" / "sentiment"
+IMDB = DATA / "imdb_maas"
+PAIRED_DEV = CAD / "combined" / "paired" / "dev_paired.tsv"
+LABELS = ("Negative", "Positive")
+
+
+def read_tsv(path: Path) -> list[dict[str, str]]:
+    with open(path, encoding="utf-8", newline="") as f:
+        return list(csv.DictReader(f, delimiter="\t"))
+
+
+def norm_text(text: str) -> str:
+    return " ".join(re.sub(r"<br\s*/?>", " ", text).lower().split())
+
+
+def words(text: str) -> list[str]:
+    from engine.text import segment
+
+    return [w.key for w in segment(text) if w.is_lexical]
+
+
+# ------------------------------------------------------------------ text measures
+
+
+def edit_distance(a: list[str], b: list[str]) -> int:
+    """Levenshtein distance over word lists."""
+    prev = list(range(len(b) + 1))
+    for i, x in enumerate(a, 1):
+        cur = [i] + [0] * len(b)
+        for j, y in enumerate(b, 1):
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (x != y))
+        prev = cur
+    return prev[-1]
+
+
+def bleu4(hypotheses: list[str], references: list[str]) -> float:
+    """Corpus BLEU-4 (0–1) of ``hypotheses`` against one reference each; sacrebleu when installed."""
+    try:
+        import sacrebleu
+    except ImportError:
+        sacrebleu = None
+    if sacrebleu is not None:
+        return sacrebleu.corpus_bleu(hypotheses, [references]).score / 100
+    matches, totals = [0] * 4, [0] * 4
+    hyp_len = ref_len = 0
+    for hyp, ref in zip(hypotheses, references):
+        h, r = words(hyp), words(ref)
+        hyp_len, ref_len = hyp_len + len(h), ref_len + len(r)
+        for n in range(1, 5):
+            hc = Counter(tuple(h[i:i + n]) for i in range(len(h) - n + 1))
+            rc = Counter(tuple(r[i:i + n]) for i in range(len(r) - n + 1))
+            matches[n - 1] += sum(min(c, rc[g]) for g, c in hc.items())
+            totals[n - 1] += max(len(h) - n + 1, 0)
+    if min(matches) == 0:
+        return 0.0
+    log_p = sum(math.log(m / t) for m, t in zip(matches, totals)) / 4
+    bp = 1.0 if hyp_len > ref_len else math.exp(1 - ref_len / max(hyp_len, 1))
+    return bp * math.exp(log_p)
+
+
+def prompt_sentences() -> list[str]:
+    """Normalised sentences (four words or more) of the bundled prompts."""
+    folder = REPO / "resources" / "prompts"
+    out = set()
+    for path in folder.glob("*.md"):
+        for part in re.split(r"[.!?\n\"]+", path.read_text(encoding="utf-8")):
+            text = norm_text(re.sub(r"[|*#`{}]", " ", part))
+            if len(text.split()) >= 4:
+                out.add(text)
+    return sorted(out)
+
+
+def leaks(text: str, original: str, sentences: list[str]) -> list[str]:
+    t, o = norm_text(text), norm_text(original)
+    return [s for s in sentences if s in t and s not in o]
+
+
+# ------------------------------------------------------------------ independent judges
+
+
+def vader_labels(texts: list[str]) -> list[str]:
+    from vader import SentimentIntensityAnalyzer
+
+    analyzer = SentimentIntensityAnalyzer()
+    return [LABELS[analyzer.polarity_scores(t)["compound"] >= 0] for t in texts]
+
+
+def tfidf_judge(cache: Path):
+    """A TF-IDF + logistic regression sentiment classifier on IMDb train minus every CAD original."""
+    if cache.exists():
+        with open(cache, "rb") as f:
+            return pickle.load(f)
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+
+    cad = {norm_text(r["Text"]) for split in ("train", "dev") for r in read_tsv(CAD / "orig" / f"{split}.tsv")}
+    cad |= {norm_text(r["Text"]) for split in ("train", "dev") for r in read_tsv(CAD / "new" / f"{split}.tsv")}
+    texts, labels, dropped = [], [], 0
+    with gzip.open(IMDB / "train.tsv.gz", "rt", encoding="utf-8", newline="") as f:
+        for row in csv.DictReader(f, delimiter="\t"):
+            if norm_text(row["text"]) in cad:
+                dropped += 1
+                continue
+            texts.append(row["text"])
+            labels.append("Positive" if row["label"] == "pos" else "Negative")
+    model = make_pipeline(TfidfVectorizer(ngram_range=(1, 2), min_df=2, max_features=200_000, sublinear_tf=True),
+                          LogisticRegression(max_iter=1000, C=4.0))
+    model.fit(texts, labels)
+    model.info = f"trained on {len(texts)} IMDb train reviews, {dropped} CAD reviews removed by text"  # type: ignore[attr-defined]
+    with open(cache, "wb") as f:
+        pickle.dump(model, f)
+    return model
+
+
+def ensemble_labels(project, members: list[str], texts: list[str]) -> list[str]:
+    """The members' majority label (ties: the highest mean probability)."""
+    import numpy as np
+
+    from engine.models.predict import predict
+    from engine.models.store import get_model
+
+    votes, probs = [], []
+    for name in members:
+        info = get_model(project, name)
+        p = predict(project, name, texts)
+        labels = list(info.labels)
+        votes.append([labels[int(i)] for i in p.argmax(axis=1)])
+        probs.append({lab: p[:, labels.index(lab)] for lab in labels})
+    out = []
+    for j in range(len(texts)):
+        count = Counter(v[j] for v in votes)
+        top = max(count.values())
+        tied = [lab for lab, n in count.items() if n == top]
+        out.append(max(tied, key=lambda lab: float(np.mean([pr[lab][j] for pr in probs]))))
+    return out
+
+
+# ------------------------------------------------------------------ main
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    parser.add_argument("--reviews", type=int, default=50, help="CAD dev reviews (default 50)")
+    parser.add_argument("--shortest", action="store_true", help="the shortest reviews instead of a seeded sample")
+    parser.add_argument("--seed", type=int, default=11)
+    parser.add_argument("--project", type=Path, default=None, help="project file to create or reuse")
+    parser.add_argument("--members", default=None, help="backbones (default: the default ensemble)")
+    parser.add_argument("--preset", default="fast-cpu")
+    parser.add_argument("--max-train-rows", type=int, default=None)
+    parser.add_argument("--methods", default="ig,lime,shapley")
+    parser.add_argument("--model", default="qwen2.5-coder-1.5b", help="bundled local LLM")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--out", type=Path, default=None, help="JSONL of candidates (default next to the project)")
+    args = parser.parse_args()
+
+    from engine.attribution import VoteSettings, find_principal_words
+    from engine.counterbias import candidate_rows, generate_counterbias
+    from engine.counterbias.manipulate import matched_words
+    from engine.io.importer import ImportOptions, import_file
+    from engine.llm.config import LLMConfig
+    from engine.models import default_ensemble, train_ensemble
+    from engine.models.config import DEFAULT_MEMBERS, EnsembleConfig
+    from engine.paths import user_data_dir
+    from engine.store import ExampleQuery, Project
+
+    started = time.perf_counter()
+    backbones = tuple(args.members.split(",")) if args.members else DEFAULT_MEMBERS
+    path = args.project or (user_data_dir() / "benchmarks" / "coba_quality"
+                            / f"cad-{'+'.join(backbones)}-{args.max_train_rows or 'all'}.cbproj")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    out_path = args.out or path.with_name(f"coba_quality-{args.model}-{args.reviews}.jsonl")
+    project = Project.open(path) if path.exists() else Project.create(path)
+
+    # ---------------------------------------------------------------- data, members
+    if "cad-train" not in {d.name for d in project.datasets()}:
+        train = import_file(project, CAD / "orig" / "train.tsv", options=ImportOptions(name="cad-train"))
+        import_file(project, CAD / "orig" / "dev.tsv", options=ImportOptions(append_to=train.dataset.id, split="dev"))
+    dataset = project.dataset("cad-train")
+    overrides = {"max_train_rows": args.max_train_rows} if args.max_train_rows else {}
+    base = default_ensemble("bench-", backbones=(backbones[0],), preset=args.preset, **overrides).members[0]
+    members = []
+    for b in backbones:
+        spec = replace(base, name=f"bench-{b}", backbone=b)
+        trained = train_ensemble(project, dataset.id, EnsembleConfig((spec,)))
+        members.append(spec.name)
+        print(f"member {spec.name}: dev accuracy {trained.members[0].dev_accuracy:.3f}", file=sys.stderr)
+
+    # ---------------------------------------------------------------- reviews and their human revisions
+    pairs = read_tsv(PAIRED_DEV)
+    revision_of = {norm_text(pairs[k]["Text"]): pairs[k + 1] for k in range(0, len(pairs) - 1, 2)}
+    dev = project.examples(project.example_ids(ExampleQuery(dataset.id, splits=("dev",))))
+    usable = [r for r in dev if norm_text(r["text"]) in revision_of
+              and norm_text(revision_of[norm_text(r["text"])]["Text"]) != norm_text(r["text"])]
+    if args.shortest:
+        chosen = sorted(usable, key=lambda r: (len(r["text"]), r["id"]))[: args.reviews]
+    else:
+        chosen = sorted(random.Random(args.seed).sample(usable, min(args.reviews, len(usable))), key=lambda r: r["id"])
+    ids = [int(r["id"]) for r in chosen]
+    originals = {int(r["id"]): r for r in chosen}
+    human = {i: revision_of[norm_text(originals[i]["text"])]["Text"] for i in ids}
+    print(f"{len(ids)} CAD dev reviews ({'shortest' if args.shortest else f'seed {args.seed}'}), "
+          f"{sum(len(words(originals[i]['text'])) for i in ids) / len(ids):.0f} words on average", file=sys.stderr)
+
+    # ---------------------------------------------------------------- vote and generation (engine defaults)
+    threshold = None if len(members) % 2 else len(members) // 2 + 1
+    t0 = time.perf_counter()
+    vote = find_principal_words(project, dataset.id, members, methods=args.methods.split(","),
+                                vote=VoteSettings(threshold=threshold), wordlists=("gender",), example_ids=ids)
+    t_vote = time.perf_counter() - t0
+    config = LLMConfig(backend="local", model=args.model, concurrency=1,
+                       params={"temperature": 0.0, "seed": 0}, options={"n_threads": args.threads})
+    t0 = time.perf_counter()
+    result = generate_counterbias(project, dataset.id, ids, config, vote_set_id=vote.vote_set_id)
+    t_gen = time.perf_counter() - t0
+    rows = candidate_rows(project, example_ids=ids)
+
+    # ---------------------------------------------------------------- judges
+    tfidf = tfidf_judge(path.with_name("imdb_tfidf_judge.pkl"))
+    made = [r for r in rows if r["status"] != "failed"]
+    first = {}
+    for r in made:  # one candidate per review: the first made
+        first.setdefault(int(r["example_id"]), r)
+    gen_ids = sorted(first)
+    gen_texts = [first[i]["text"] for i in gen_ids]
+    targets = {i: ("Positive" if originals[i]["label"] == "Negative" else "Negative") for i in ids}
+    human_texts = [human[i] for i in ids]
+    orig_texts = [originals[i]["text"] for i in ids]
+
+    def rates(texts: list[str], keys: list[int]) -> dict[str, float]:
+        if not texts:
+            return {"ensemble": float("nan"), "vader": float("nan"), "tfidf": float("nan")}
+        ens = ensemble_labels(project, members, texts)
+        vad = vader_labels(texts)
+        tf = list(tfidf.predict(texts))
+        return {name: sum(p == targets[k] for p, k in zip(pred, keys)) / len(keys)
+                for name, pred in (("ensemble", ens), ("vader", vad), ("tfidf", tf))}
+
+    def accuracy(texts: list[str], keys: list[int]) -> dict[str, float]:
+        ens, vad, tf = ensemble_labels(project, members, texts), vader_labels(texts), list(tfidf.predict(texts))
+        return {name: sum(p == originals[k]["label"] for p, k in zip(pred, keys)) / len(keys)
+                for name, pred in (("ensemble", ens), ("vader", vad), ("tfidf", tf))}
+
+    sentences = prompt_sentences()
+
+    def text_stats(texts: list[str], keys: list[int]) -> dict[str, float]:
+        if not texts:
+            return {}
+        kept_words = total_words = all_kept = 0
+        dist, leaked = [], 0
+        for text, k in zip(texts, keys):
+            keep = list((first.get(k) or {}).get("meta", {}).get("keep_words") or [])
+            found = matched_words(text, keep) if keep else []
+            kept_words += len(found)
+            total_words += len(keep)
+            all_kept += len(found) == len(keep)
+            o = words(originals[k]["text"])
+            dist.append(edit_distance(o, words(text)) / max(len(o), 1))
+            leaked += bool(leaks(text, originals[k]["text"], sentences))
+        return {"spurious_words_kept": kept_words / total_words if total_words else float("nan"),
+                "all_spurious_kept": all_kept / len(texts), "edit_distance": sum(dist) / len(dist),
+                "bleu4": bleu4(texts, [originals[k]["text"] for k in keys]), "prompt_leaks": leaked}
+
+    g_rates, h_rates = rates(gen_texts, gen_ids), rates(human_texts, ids)
+    g_stats, h_stats = text_stats(gen_texts, gen_ids), text_stats(human_texts, ids)
+    h_same = rates([human[i] for i in gen_ids], gen_ids)  # the human revisions of the reviews that got a candidate
+    acc = accuracy(orig_texts, ids)
+    passing = [r for r in made if r["status"] == "proposed" and r["scores"].get("passes")]
+    p_ids = [int(r["example_id"]) for r in passing]
+    p_rates = rates([r["text"] for r in passing], p_ids)
+
+    # ---------------------------------------------------------------- report
+    def f(x: float) -> str:
+        return "   –" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:5.2f}"
+
+    n = len(ids)
+    print(f"\nCoBA quality on {n} CAD dev reviews — model {args.model}, members {', '.join(members)}")
+    print(f"judges on the originals (accuracy): ensemble {acc['ensemble']:.2f}, VADER {acc['vader']:.2f}, "
+          f"TF-IDF {acc['tfidf']:.2f} ({getattr(tfidf, 'info', '')})")
+    print(f"{'':<34}{'generated':>10}{'human':>10}")
+    print(f"{'made (reviews) / failed':<34}{len(gen_ids):>6}/{n - len(gen_ids):<3}{'–':>10}")
+    print(f"{'candidates made / failed (rows)':<34}{len(made):>6}/{len(rows) - len(made):<3}")
+    for name, label in (("ensemble", "flip rate, product ensemble"), ("vader", "flip rate, VADER"),
+                        ("tfidf", "flip rate, TF-IDF (IMDb)")):
+        print(f"{label:<34}{f(g_rates[name]):>10}{f(h_rates[name]):>10}   (human on the same reviews {f(h_same[name])})")
+    for key, label in (("spurious_words_kept", "spurious words kept (words)"), ("all_spurious_kept", "texts keeping all"),
+                       ("edit_distance", "word edit distance to original"), ("bleu4", "BLEU-4 against original")):
+        print(f"{label:<34}{f(g_stats.get(key, float('nan'))):>10}{f(h_stats.get(key, float('nan'))):>10}")
+    print(f"{'prompt leaks (texts)':<34}{g_stats.get('prompt_leaks', 0):>10}{h_stats.get('prompt_leaks', 0):>10}")
+    print(f"\ndecide accept --passing would accept {len(passing)} of {len(made)} candidates; on those: "
+          f"ensemble {f(p_rates['ensemble'])}, VADER {f(p_rates['vader'])}, TF-IDF {f(p_rates['tfidf'])} flip rate")
+    print(f"vote {t_vote:.0f} s, generation {t_gen:.0f} s ({result.sent} requests; noisy: shared CPU); "
+          f"total {time.perf_counter() - started:.0f} s")
+
+    with open(out_path, "w", encoding="utf-8") as fh:
+        for r in rows:
+            k = int(r["example_id"])
+            fh.write(json.dumps({
+                "example_id": k, "candidate_id": r["id"], "status": r["status"],
+                "original_label": originals[k]["label"], "target_label": r["target_label"],
+                "original": originals[k]["text"], "human_revision": human[k], "candidate": r["text"],
+                "passes": r["scores"].get("passes"), "judge": r["scores"].get("judge"),
+                "keep_words": r["meta"].get("keep_words"), "missing_spurious": r["scores"].get("missing_spurious"),
+                "edit_distance": (edit_distance(words(originals[k]["text"]), words(r["text"] or ""))
+                                  / max(len(words(originals[k]["text"])), 1)),
+                "prompt_leaks": leaks(r["text"] or "", originals[k]["text"], sentences),
+                "error": r["meta"].get("error"),
+            }, ensure_ascii=False) + "\n")
+    print(f"candidates with originals and human revisions: {out_path}")
+    project.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
