@@ -227,7 +227,7 @@ class ExampleVote:
     votes: dict[str, int] = field(default_factory=dict)
     member_words: dict[str, tuple[str, ...]] = field(default_factory=dict)
     user_words: tuple[str, ...] = ()
-    ranking: tuple[str, ...] = ()
+    ranking: tuple[str, ...] = field(default=(), compare=False)
 
     def ranked(self) -> tuple[str, ...]:
         """:attr:`ranking`, or W_p then W_s when there is none (user-list words left out)."""
