@@ -6,7 +6,11 @@ import contextlib
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Precision", "autocast", "release_memory", "resolve_device", "resolve_precision"]
+__all__ = ["Precision", "autocast", "default_preset", "has_gpu", "release_memory", "resolve_device", "resolve_precision"]
+
+#: Preset used when no GPU is found (frozen encoder + cached features + trained head) and when one is.
+CPU_PRESET = "quick-cpu"
+GPU_PRESET = "fast-cpu"
 
 
 def resolve_device(name: str = "auto") -> Any:
@@ -21,6 +25,20 @@ def resolve_device(name: str = "auto") -> Any:
     if mps is not None and mps.is_available():
         return torch.device("mps")
     return torch.device("cpu")
+
+
+def has_gpu() -> bool:
+    """Whether torch sees a CUDA or MPS device (``False`` when torch is not installed)."""
+    try:
+        return resolve_device("auto").type != "cpu"
+    except ImportError:
+        return False
+
+
+def default_preset() -> str:
+    """The training preset to offer by default: ``quick-cpu`` on a CPU-only machine (full
+    fine-tuning takes about an hour there for the default ensemble), ``fast-cpu`` with a GPU."""
+    return GPU_PRESET if has_gpu() else CPU_PRESET
 
 
 @dataclass(frozen=True)
