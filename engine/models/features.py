@@ -185,7 +185,10 @@ def encode_features(
     if todo:
         progress(0.0, f"encoding {len(todo)} rows ({reused} cached)")
         lengths = encode_texts(tokenizer, [ex.texts for ex in todo], max_length, padding=False, return_tensors=None)
-        order = np.argsort([len(ids) for ids in lengths["input_ids"]], kind="stable")
+        token_counts = np.array([len(ids) for ids in lengths["input_ids"]], dtype=np.int64)
+        order = np.argsort(token_counts, kind="stable")
+        total_tokens = max(int(token_counts.sum()), 1)
+        done_tokens = 0
         base = model.base_model
         model.eval()
         pending: tuple[list[int], list[int], list[np.ndarray]] = ([], [], [])
@@ -208,11 +211,11 @@ def encode_features(
                     next_part += 1
                     pending = ([], [], [])
                 done += len(rows)
-                rate = done / max(time.perf_counter() - encode_started, 1e-9)
-                progress(
-                    done / len(todo),
-                    f"encoding {done}/{len(todo)} rows, ETA {_fmt_eta((len(todo) - done) / rate)}",
-                )
+                # rows come shortest first: progress and ETA count tokens, not rows, or they run ahead
+                done_tokens += int(token_counts[order[s : s + batch_size]].sum())
+                elapsed = time.perf_counter() - encode_started
+                eta = elapsed * (total_tokens - done_tokens) / max(done_tokens, 1)
+                progress(done_tokens / total_tokens, f"encoding {done}/{len(todo)} rows, ETA {_fmt_eta(eta)}")
         if pending[0]:
             _write_shard(folder, next_part, *pending)
     matrix = np.stack([cached[ex.id][1] for ex in examples]).astype(np.float32) if examples else np.zeros((0, 0))
