@@ -11,7 +11,7 @@ import pytest
 from tests.engine.models.fixtures import _MEMO, import_cad_sentiment
 
 #: MiniLM-L3 on a few hundred CAD rows at 64 tokens: the encode takes seconds on 2 cores.
-QUICK = {"max_length": 64, "max_train_rows": 160, "max_dev_rows": 48, "epochs": 20}
+QUICK = {"max_length": 64, "max_train_rows": 160, "max_dev_rows": 48, "epochs": 20, "batch_size": 32}
 
 
 @pytest.fixture(scope="module")
