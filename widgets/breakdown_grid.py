@@ -55,9 +55,10 @@ class BreakdownGrid(QWidget):
         layout.addWidget(self.table, 1)
 
     def set_members(self, members: Sequence[str], methods: Sequence[str],
-                    accuracy: Mapping[str, float] | None = None) -> None:
-        """Define the grid's rows and columns (keeps existing toggles)."""
+                    accuracy: Mapping[str, float] | None = None, presets: Mapping[str, str] | None = None) -> None:
+        """Define the grid's rows and columns (keeps existing toggles); rows show dev accuracy and preset."""
         accuracy = accuracy or {}
+        presets = presets or {}
         self._rebuild(self.members_row, self.member_boxes, members,
                       {m: f"{m} ({accuracy[m]:.0%})" if m in accuracy else m for m in members})
         self._rebuild(self.method_row, self.method_boxes, methods, {m: m for m in methods})
@@ -65,7 +66,8 @@ class BreakdownGrid(QWidget):
         self.table.setColumnCount(len(methods))
         self.table.setHorizontalHeaderLabels(list(methods))
         self.table.setVerticalHeaderLabels(
-            [f"{m}\nacc {accuracy[m]:.1%}" if m in accuracy else m for m in members]
+            [(f"{m}\nacc {accuracy[m]:.1%}" if m in accuracy else m) + (f" · {presets[m]}" if m in presets else "")
+             for m in members]
         )
         self._members, self._methods = list(members), list(methods)
 

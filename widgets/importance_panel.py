@@ -34,6 +34,12 @@ from widgets.sentence_view import SentenceView
 
 METHODS = ("ig", "lime", "shapley")
 DEFAULT_BACKBONES = "minilm-l6, minilm-l3, mpnet-base"
+#: Training presets offered (name, tooltip); the controller selects the default for the machine.
+PRESETS = (
+    ("quick-cpu", "Frozen encoder, features cached in the project, classification head trained: minutes on a CPU"),
+    ("fast-cpu", "Full fine-tuning, 2 epochs, 128 tokens: best accuracy, about an hour for 3 members on 2 CPU cores"),
+    ("paper", "Full fine-tuning as in CoBA: 300 tokens, up to 15 epochs (for a GPU)"),
+)
 
 
 class ImportancePanel(QWidget):
@@ -56,7 +62,11 @@ class ImportancePanel(QWidget):
         self.backbones = QLineEdit(DEFAULT_BACKBONES)
         self.backbones.setToolTip("Registered backbones (odd count) or local-dir:/path/to/hf-model")
         self.preset = QComboBox()
-        self.preset.addItems(["fast-cpu", "paper"])
+        for name, tip in PRESETS:
+            self.preset.addItem(name)
+            self.preset.setItemData(self.preset.count() - 1, tip, Qt.ItemDataRole.ToolTipRole)
+        self.preset.setToolTip("quick-cpu: minutes on a CPU (frozen encoder, head trained on cached features); "
+                               "fast-cpu / paper: full fine-tuning (about an hour for 3 members on 2 cores)")
         self.train_button = QPushButton("Train ensemble")
         self.train_button.clicked.connect(self._train)
         self.members_label = QLabel("No trained members yet.")
@@ -155,15 +165,26 @@ class ImportancePanel(QWidget):
             button.setEnabled(not busy)
 
     # ------------------------------------------------------------------ showing
-    def show_members(self, members: Sequence[str], accuracy: Mapping[str, float]) -> None:
-        """The trained members of the shown dataset and their dev accuracy."""
+    def set_default_preset(self, name: str) -> None:
+        """Select the training preset offered by default (chosen by the machine's device)."""
+        index = self.preset.findText(name)
+        if index >= 0:
+            self.preset.setCurrentIndex(index)
+
+    def show_members(self, members: Sequence[str], accuracy: Mapping[str, float],
+                     presets: Mapping[str, str] | None = None) -> None:
+        """The trained members of the shown dataset, their dev accuracy and the preset each was trained with."""
+        presets = presets or {}
         if members:
-            parts = [f"<b>{m}</b> {accuracy[m]:.1%}" if m in accuracy else f"<b>{m}</b>" for m in members]
-            self.members_label.setText(f"Members (dev accuracy): {', '.join(parts)}; "
+            parts = []
+            for m in members:
+                text = f"<b>{m}</b> {accuracy[m]:.1%}" if m in accuracy else f"<b>{m}</b>"
+                parts.append(f"{text} ({presets[m]})" if m in presets else text)
+            self.members_label.setText(f"Members (dev accuracy, preset): {', '.join(parts)}; "
                                        f"τ = {(len(members) + 1) // 2} of {len(members)}")
         else:
             self.members_label.setText("No trained members yet: press Train ensemble.")
-        self.grid.set_members(list(members), list(METHODS), accuracy)
+        self.grid.set_members(list(members), list(METHODS), accuracy, presets)
 
     def show_example(self, fields: list, tops: Mapping[str, Mapping[str, Sequence[str]]],
                      principal: Sequence[str], spurious: Sequence[str], message: str = "") -> None:

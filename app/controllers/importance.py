@@ -37,6 +37,10 @@ class ImportanceController(PanelController):
         session.datasetChanged.connect(self.dataset_changed)
         session.exampleChanged.connect(self.example_selected)
         session.statsChanged.connect(self._stats_changed)
+        from engine.models.device import default_preset
+
+        # quick-cpu without a GPU (no torch import here: a cheap guess until torch is loaded)
+        panel.set_default_preset(default_preset(import_torch=False))
 
     # ------------------------------------------------------------------ state
     def members(self) -> list:
@@ -64,7 +68,8 @@ class ImportanceController(PanelController):
             return
         members = self.members()
         self.panel.show_members([m.name for m in members],
-                                {m.name: float(m.metrics.get("dev_accuracy", float("nan"))) for m in members})
+                                {m.name: float(m.metrics.get("dev_accuracy", float("nan"))) for m in members},
+                                {m.name: m.preset for m in members})
         self.panel.show_summary([], [])
         self._show_latest_vote(dataset)
         self.refresh_example()

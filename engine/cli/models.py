@@ -76,7 +76,9 @@ def _add_train(sub: argparse._SubParsersAction) -> None:
                    help="comma-separated backbone names (see 'counterbias models --backbones')")
     p.add_argument("--local-model", action="append", default=[], metavar="DIR",
                    help="add a local Hugging Face model folder as a member (repeatable)")
-    p.add_argument("--preset", default="fast-cpu", help="fast-cpu (default) or paper")
+    p.add_argument("--preset", choices=["quick-cpu", "fast-cpu", "paper"],
+                   help="quick-cpu: frozen encoder + cached features + trained head (minutes on a CPU; the default "
+                        "without a GPU); fast-cpu: full fine-tuning, 2 epochs (the default with a GPU); paper: CoBA's")
     p.add_argument("--prefix", help="member name prefix (default: '<dataset>:')")
     p.add_argument("--epochs", type=int)
     p.add_argument("--max-length", type=int)
@@ -102,6 +104,10 @@ def _run_train(args: argparse.Namespace, progress: StderrProgress, cancel: Cance
     from engine.progress import scaled
     from engine.store import Project
 
+    if args.preset is None:
+        from engine.models.device import default_preset
+
+        args.preset = default_preset()
     overrides = {k: v for k, v in {"epochs": args.epochs, "max_length": args.max_length, "batch_size": args.batch_size,
                                    "max_train_rows": args.max_train_rows, "device": args.device}.items() if v is not None}
     with Project.open(args.project) as project:
@@ -129,7 +135,9 @@ def _run_train(args: argparse.Namespace, progress: StderrProgress, cancel: Cance
     print(json.dumps({
         "dataset": dataset.name,
         "threshold": result.threshold,
-        "members": [{"name": m.model.name, "backbone": m.model.backbone, "dev_accuracy": round(m.dev_accuracy, 4),
+        "preset": args.preset,
+        "members": [{"name": m.model.name, "backbone": m.model.backbone, "preset": m.model.preset,
+                     "dev_accuracy": round(m.dev_accuracy, 4),
                      "reused": m.skipped, "seconds": round(m.seconds, 1)} for m in trained],
     }, indent=2))
     return EXIT_OK
@@ -226,6 +234,6 @@ def _run_models(args: argparse.Namespace, progress: StderrProgress, cancel: Canc
     with Project.open(args.project) as project:
         rows = [{"name": m.name, "backbone": m.backbone, "dataset_id": m.dataset_id,
                  "inputs": m.params.get("spec", {}).get("inputs", "auto"),
-                 "dev_accuracy": m.metrics.get("dev_accuracy")} for m in list_models(project)]
+                 "preset": m.preset, "dev_accuracy": m.metrics.get("dev_accuracy")} for m in list_models(project)]
     print(json.dumps(rows, indent=2))
     return EXIT_OK

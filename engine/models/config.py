@@ -20,9 +20,11 @@ __all__ = [
     "CONFIG_VERSION",
     "DEFAULT_MEMBERS",
     "PRESETS",
+    "PRESET_HELP",
     "EnsembleConfig",
     "MemberSpec",
     "TrainConfig",
+    "STRATEGIES",
     "default_ensemble",
     "hypothesis_only_member",
     "train_preset",
@@ -33,6 +35,15 @@ CONFIG_VERSION = 1
 #: Fields of :class:`TrainConfig` that say *where* training runs, not *what* it learns; they
 #: are left out of the config hash so a member trained on a GPU is reused on a laptop.
 RUNTIME_FIELDS = frozenset({"device", "mixed_precision"})
+
+#: How a member learns: ``fine-tune`` trains every weight; ``cached-head`` encodes the dataset
+#: once with the frozen encoder (features cached in the project) and trains the classification
+#: head on the cached features (:mod:`engine.models.quick`).
+STRATEGIES = ("fine-tune", "cached-head")
+
+#: Fields added after version 1: left out of the config hash while they hold their default, so
+#: the members trained before they existed keep their identity.
+_LATER_FIELDS = {"strategy": "fine-tune"}
 
 
 @dataclass(frozen=True)
@@ -65,6 +76,9 @@ class TrainConfig:
     mixed_precision
         ``"auto"`` (bf16 on CUDA when supported else fp16; fp16 on MPS; off on CPU), ``"bf16"``,
         ``"fp16"`` or ``"no"``. Never used on CPU.
+    strategy
+        ``"fine-tune"`` (every weight) or ``"cached-head"`` (frozen encoder, features cached,
+        head trained on them; ``epochs``/``batch_size``/``learning_rate`` then apply to the head).
     """
 
     preset: str = "fast-cpu"
@@ -83,6 +97,7 @@ class TrainConfig:
     eval_batch_size: int = 64
     device: str = "auto"
     mixed_precision: str = "auto"
+    strategy: str = "fine-tune"
 
     def __post_init__(self) -> None:
         if self.max_length < 8:
@@ -95,6 +110,8 @@ class TrainConfig:
             raise EnsembleConfigError(
                 f"Unknown mixed_precision {self.mixed_precision!r}.", "Use auto, bf16, fp16 or no."
             )
+        if self.strategy not in STRATEGIES:
+            raise EnsembleConfigError(f"Unknown strategy {self.strategy!r}.", f"Use one of: {', '.join(STRATEGIES)}.")
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -109,14 +126,37 @@ class TrainConfig:
 
     def identity(self) -> dict[str, Any]:
         """The options that change what is learnt (everything but device and precision)."""
-        return {k: v for k, v in self.to_dict().items() if k not in RUNTIME_FIELDS}
+        return {
+            k: v
+            for k, v in self.to_dict().items()
+            if k not in RUNTIME_FIELDS and not (k in _LATER_FIELDS and v == _LATER_FIELDS[k])
+        }
 
 
-#: Named presets. ``fast-cpu`` trains a usable member in minutes on a laptop; ``paper`` follows
-#: the CoBA set-up (AdamW 5e-5, batch 32, 300 tokens, up to 15 epochs, best on dev).
+#: Named presets. ``quick-cpu`` encodes the dataset once per backbone and trains only the head
+#: on the cached features (minutes for the default ensemble on 2 cores; the default without a
+#: GPU, see :func:`engine.models.device.default_preset`); ``fast-cpu`` fine-tunes every weight
+#: for 2 epochs; ``paper`` follows the CoBA set-up (AdamW 5e-5, batch 32, 300 tokens, up to 15
+#: epochs, best on dev).
 PRESETS: dict[str, dict[str, Any]] = {
+    "quick-cpu": {
+        "strategy": "cached-head",
+        "max_length": 128,
+        "epochs": 60,
+        "batch_size": 256,
+        "learning_rate": 3e-3,
+        "warmup_ratio": 0.05,
+        "patience": None,
+    },
     "fast-cpu": {"max_length": 128, "epochs": 2, "batch_size": 16, "learning_rate": 1e-4, "patience": None},
     "paper": {"max_length": 300, "epochs": 15, "batch_size": 32, "learning_rate": 5e-5, "patience": 3},
+}
+
+#: One line per preset, for pickers and ``--help``.
+PRESET_HELP: dict[str, str] = {
+    "quick-cpu": "frozen encoder, cached features, head trained (minutes on a CPU)",
+    "fast-cpu": "full fine-tuning, 2 epochs, 128 tokens",
+    "paper": "full fine-tuning as in CoBA: 300 tokens, up to 15 epochs",
 }
 
 

@@ -6,7 +6,11 @@ import contextlib
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Precision", "autocast", "release_memory", "resolve_device", "resolve_precision"]
+__all__ = ["Precision", "autocast", "default_preset", "has_gpu", "release_memory", "resolve_device", "resolve_precision"]
+
+#: Preset used when no GPU is found (frozen encoder + cached features + trained head) and when one is.
+CPU_PRESET = "quick-cpu"
+GPU_PRESET = "fast-cpu"
 
 
 def resolve_device(name: str = "auto") -> Any:
@@ -21,6 +25,39 @@ def resolve_device(name: str = "auto") -> Any:
     if mps is not None and mps.is_available():
         return torch.device("mps")
     return torch.device("cpu")
+
+
+def has_gpu(*, import_torch: bool = True) -> bool:
+    """Whether a CUDA or MPS device is usable.
+
+    Parameters
+    ----------
+    import_torch
+        Ask torch (imported if needed; ``False`` when it is not installed). With ``False`` and
+        torch not imported yet, guess cheaply instead (an NVIDIA driver, or Apple silicon), so a
+        GUI can pick a default without a seconds-long import.
+    """
+    import sys
+
+    if import_torch or "torch" in sys.modules:
+        try:
+            return resolve_device("auto").type != "cpu"
+        except ImportError:
+            return False
+    import os
+    import platform
+    import shutil
+
+    if sys.platform == "darwin":
+        return platform.machine() == "arm64"
+    return os.path.exists("/proc/driver/nvidia/version") or shutil.which("nvidia-smi") is not None
+
+
+def default_preset(*, import_torch: bool = True) -> str:
+    """The training preset to offer by default: ``quick-cpu`` on a CPU-only machine (full
+    fine-tuning of the default ensemble takes about an hour on 2 cores), ``fast-cpu`` with a GPU.
+    ``import_torch``: see :func:`has_gpu`."""
+    return GPU_PRESET if has_gpu(import_torch=import_torch) else CPU_PRESET
 
 
 @dataclass(frozen=True)

@@ -59,6 +59,12 @@ class UnsafeWeightsError(ModelError):
     code = "CB508"
 
 
+
+class CachedHeadError(ModelError):
+    """A quick (cached-head) member does not compute what its head was trained on."""
+
+    code = "CB509"
+
 def require(module: str) -> None:
     """Import ``module`` or raise :class:`DependencyMissingError` with the pip line to run."""
     import importlib

@@ -55,6 +55,11 @@ class ModelInfo:
         return int(self.params.get("spec", {}).get("train", {}).get("max_length", 128))
 
     @property
+    def preset(self) -> str:
+        """The training preset the member was trained with (``"fast-cpu"``, ``"quick-cpu"``, ...)."""
+        return str(self.metrics.get("preset") or self.params.get("spec", {}).get("train", {}).get("preset", "?"))
+
+    @property
     def config_hash(self) -> str:
         return str(self.params.get("config_hash", ""))
 

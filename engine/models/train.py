@@ -150,6 +150,10 @@ def train_ensemble(
 def member_cost(spec: MemberSpec) -> float:
     """Relative training cost of a member: backbone cost per token × tokens per input × epochs.
 
+    A ``cached-head`` member costs one encode pass instead (forward only, no gradients:
+    :data:`engine.models.quick.ENCODE_SHARE` of an epoch), whatever its head's epoch count,
+    since training the head on cached features takes seconds.
+
     Only ratios between members matter (they split an ensemble's progress). An unknown backbone
     counts as MiniLM-L6.
     """
@@ -160,6 +164,10 @@ def member_cost(spec: MemberSpec) -> float:
         per_token = get_backbone(spec.backbone, **dict(spec.backbone_params)).relative_cost()
     except CounterbiasError:
         per_token = 1.0
+    if spec.train.strategy == "cached-head":
+        from engine.models.quick import ENCODE_SHARE
+
+        return max(per_token, 1e-6) * spec.train.max_length * ENCODE_SHARE
     return max(per_token, 1e-6) * spec.train.max_length * spec.train.epochs
 
 
@@ -205,7 +213,12 @@ def train_member(
     require("torch")
     require("transformers")
     data = training_data(project, dataset_id, spec)
-    trainer = _Trainer(spec, data, folder, config_hash, progress, cancel)
+    if spec.train.strategy == "cached-head":
+        from engine.models.quick import CachedHeadTrainer
+
+        trainer: Any = CachedHeadTrainer(project, dataset_id, spec, data, folder, config_hash, progress, cancel)
+    else:
+        trainer = _Trainer(spec, data, folder, config_hash, progress, cancel)
     try:
         trainer.run()
     finally:
@@ -234,6 +247,10 @@ def train_member(
         "device": str(trainer.device),
         "precision": trainer.precision.label,
         "history": state.history,
+        "preset": spec.train.preset,
+        "strategy": spec.train.strategy,
+        "seconds": round(time.perf_counter() - started, 2),
+        **getattr(trainer, "extra", {}),
     }
     rel = folder.relative_to(project.files_dir).as_posix()
     model_id = project.writer.run(

@@ -1,0 +1,134 @@
+"""The demo path timed end to end on a CPU: quick-cpu vs full fine-tuning (fast-cpu) in one run.
+
+What a new user does on the bundled demo (``resources/demo``, CAD sentiment, 3,414 train +
+490 dev rows): open the demo project -> train the ensemble -> explain one row (IG, LIME and
+Shapley for every member, through the engine's attribution API) -> vote / highlights ->
+z-statistics. Each preset runs in its own fresh project (its features cache included), with
+2 torch threads, and prints seconds per stage and each member's dev accuracy.
+
+Goal (issue 11): the quick path takes <= 10 min in total, and its best member's dev accuracy
+is within 3 points of the best fully fine-tuned member.
+
+Full fine-tuning of the default 3 members takes about an hour on 2 cores; for a small run::
+
+    python benchmarks/demo_path.py --rows 400 --members minilm-l3
+    python benchmarks/demo_path.py --presets quick-cpu           # quick only, full data
+
+Timings on a shared machine are noisy: compare presets within one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+GOAL_SECONDS = 600
+GOAL_POINTS = 3.0
+METHODS = ("ig", "lime", "shapley")
+
+
+def run_preset(preset: str, members: list[str], rows: int | None, workdir: Path) -> dict:
+    """Run the demo path with one preset; return stage seconds and member accuracies."""
+    from engine.attribution import attribute_ensemble
+    from engine.attribution.explain import explain_example
+    from engine.demo import DEMO_DATASET, ensure_demo_project
+    from engine.models import default_ensemble, list_models, train_ensemble
+    from engine.models.loading import clear_cache
+    from engine.stats.analysis import analyse_dataset
+    from engine.store import Project
+
+    stages: dict[str, float] = {}
+    t = time.perf_counter()
+    path = ensure_demo_project(workdir / preset / "demo.cbproj")
+    project = Project.open(path)
+    dataset = next(d for d in project.datasets() if d.name == DEMO_DATASET)
+    stages["open"] = time.perf_counter() - t
+    try:
+        overrides = {} if rows is None else {"max_train_rows": rows, "max_dev_rows": max(50, rows // 4)}
+        config = default_ensemble(f"{preset}:", backbones=members, preset=preset, **overrides)
+
+        def progress(fraction: float, message: str) -> None:
+            print(f"\r  [{preset}] {fraction:6.1%} {message[:90]:<90}", end="", file=sys.stderr, flush=True)
+
+        t = time.perf_counter()
+        result = train_ensemble(project, dataset.id, config, progress=progress)
+        stages["train"] = time.perf_counter() - t
+        print(file=sys.stderr)
+        names = result.names
+        row = next(r for r in project.iter_examples(dataset.id) if (r["split"] or "") == "dev")
+
+        t = time.perf_counter()
+        attribute_ensemble(project, names, dataset.id, methods=METHODS, example_ids=[int(row["id"])])
+        stages["explain 1 row"] = time.perf_counter() - t
+
+        t = time.perf_counter()
+        infos = [m for m in list_models(project) if m.name in names]
+        explained = explain_example(project, row, infos, METHODS)
+        stages["vote/highlights"] = time.perf_counter() - t
+
+        t = time.perf_counter()
+        analyse_dataset(project, dataset.id)
+        stages["z-statistics"] = time.perf_counter() - t
+        accuracy = {m.model.backbone: m.dev_accuracy for m in result.members}
+        seconds = {m.model.backbone: m.seconds for m in result.members}
+        return {"stages": stages, "accuracy": accuracy, "member_seconds": seconds, "explained": explained}
+    finally:
+        project.close()
+        clear_cache()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rows", type=int, default=None, help="train rows per member (default: all 3,414)")
+    parser.add_argument("--members", default="minilm-l6,minilm-l3,mpnet-base", help="comma-separated backbones")
+    parser.add_argument("--presets", default="quick-cpu,fast-cpu", help="comma-separated presets to compare")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--workdir", type=Path, default=None, help="where the projects go (default: a temp dir)")
+    args = parser.parse_args()
+
+    import torch
+
+    torch.set_num_threads(args.threads)
+    members = [m.strip() for m in args.members.split(",") if m.strip()]
+    presets = [p.strip() for p in args.presets.split(",") if p.strip()]
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="demo-path-"))
+    os.environ.setdefault("COUNTERBIAS_HOME", str(workdir / "home"))
+    print(f"demo path: members {members}, rows {args.rows or 'all'}, {args.threads} threads, presets {presets}")
+    print(f"projects in {workdir}\n")
+
+    results = {p: run_preset(p, members, args.rows, workdir) for p in presets}
+
+    stage_names = list(next(iter(results.values()))["stages"])
+    print(f"\n{'stage':<18}" + "".join(f"{p:>14}" for p in presets))
+    for stage in stage_names:
+        print(f"{stage:<18}" + "".join(f"{results[p]['stages'][stage]:>13.1f}s" for p in presets))
+    totals = {p: sum(results[p]["stages"].values()) for p in presets}
+    print(f"{'total':<18}" + "".join(f"{totals[p]:>13.1f}s" for p in presets))
+    print(f"\n{'member':<18}" + "".join(f"{p + ' acc':>16}{'s':>8}" for p in presets))
+    for m in members:
+        print(f"{m:<18}" + "".join(f"{results[p]['accuracy'][m]:>16.1%}{results[p]['member_seconds'][m]:>8.0f}"
+                                   for p in presets))
+
+    if "quick-cpu" in results:
+        quick_total = totals["quick-cpu"]
+        print(f"\ngoal: quick path <= {GOAL_SECONDS / 60:.0f} min: {quick_total / 60:.1f} min "
+              f"-> {'met' if quick_total <= GOAL_SECONDS else 'NOT met'}"
+              + ("" if args.rows is None else " (small run: not the goal's size)"))
+        full = [p for p in presets if p != "quick-cpu"]
+        if full:
+            best_quick = max(results["quick-cpu"]["accuracy"].values())
+            best_full = max(results[full[0]]["accuracy"].values())
+            gap = (best_full - best_quick) * 100
+            print(f"goal: best member within {GOAL_POINTS:.0f} points of {full[0]}: {best_quick:.1%} vs {best_full:.1%} "
+                  f"({gap:+.1f} points behind) -> {'met' if gap <= GOAL_POINTS else 'NOT met'}")
+
+
+if __name__ == "__main__":
+    main()
