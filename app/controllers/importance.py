@@ -117,7 +117,9 @@ class ImportanceController(PanelController):
             return None
         config = default_ensemble(f"{dataset.name}:", backbones=backbones, preset=preset)
         self.panel.set_busy(True)
-        job = self.jobs.start(train_ensemble, self.session.project, dataset.id, config,
+        # Train with another preset = replace those members (a member with the same settings is reused;
+        # a replaced member's attributions are deleted with it).
+        job = self.jobs.start(train_ensemble, self.session.project, dataset.id, config, overwrite=True,
                               title=f"Train {len(backbones)} members on {dataset.name}", kind="train")
 
         def ended(*_: Any) -> None:
