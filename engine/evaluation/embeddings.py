@@ -47,7 +47,8 @@ def embed_texts(
     """
     cancel = ensure_token(cancel)
     model = _model()
-    out = np.zeros((len(texts), model.get_sentence_embedding_dimension() or 384), dtype=np.float32)
+    dimension = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+    out = np.zeros((len(texts), dimension() or 384), dtype=np.float32)
     for start in range(0, len(texts), batch_size):
         cancel.raise_if_cancelled()
         chunk = [t or "" for t in texts[start : start + batch_size]]
