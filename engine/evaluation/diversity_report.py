@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -24,7 +25,10 @@ from engine.evaluation.diversity import (
 from engine.evaluation.errors import NoParentsError
 from engine.progress import CancelToken, ProgressFn, ensure_token, no_progress, scaled
 
-__all__ = ["DiversityReport", "dataset_diversity", "pair_diversity"]
+if TYPE_CHECKING:
+    from engine.store import Project
+
+__all__ = ["DiversityReport", "dataset_diversity", "edit_pairs", "pair_diversity"]
 
 #: ``judge(texts) -> predicted label names``.
 Judge = Callable[[Sequence[str]], Sequence[str]]
@@ -153,7 +157,7 @@ def pair_diversity(
     )
 
 
-def edit_pairs(project, dataset_ref: int | str) -> tuple[list[str], list[str], list[str]]:
+def edit_pairs(project: Project, dataset_ref: int | str) -> tuple[list[str], list[str], list[str]]:
     """(edit texts, parent texts, target labels) of a dataset's rows that have a parent.
 
     Pair datasets are measured on the hypothesis field.
@@ -182,7 +186,7 @@ def edit_pairs(project, dataset_ref: int | str) -> tuple[list[str], list[str], l
 
 
 def dataset_diversity(
-    project,
+    project: Project,
     dataset_ref: int | str,
     *,
     judge: Judge | None = None,

@@ -176,3 +176,20 @@ def test_embedding_closeness_with_minilm():
                             pc_k=1)
     assert 0.3 < report.cosine < 1.0
     assert report.pc_share == pytest.approx(1.0)  # two points span one direction
+
+
+def test_backbone_classifier_trains_through_the_engine(proj):
+    pytest.importorskip("torch")
+    clf = make_classifier("backbone:tiny-bert-missing")
+    with Project.open(proj) as p:
+        test = mark_test_set(p, "dev", "dev")
+        with pytest.raises(ClassifierError):
+            run_evaluation(p, [parse_condition("base=train:train")], clf, seeds=[0], tests=[test])
+        clf = make_classifier("backbone:tiny-distilbert", train={"epochs": 1, "max_length": 16, "batch_size": 8})
+        result = run_evaluation(p, [parse_condition("base=train:train")], clf, seeds=[0], tests=[test])
+        assert result.computed == 1 and result.cells[0].n == 4
+        names = [r["name"] for r in p.db.query("SELECT name FROM models")]
+        assert len(names) == 1 and names[0].startswith("eval-tiny-distilbert-fast-cpu-")
+        assert run_evaluation(p, [parse_condition("base=train:train")], clf, seeds=[0], tests=[test]).skipped == 1
+        with pytest.raises(BadConditionError, match="train-split rows"):
+            run_evaluation(p, [parse_condition("d=dev")], clf, seeds=[0], tests=[test])
