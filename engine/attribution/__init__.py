@@ -32,7 +32,7 @@ from engine.attribution.vote import (
     top_k_words,
     vote_example,
 )
-from engine.attribution.vote_rules import VOTE_RULES, available_vote_rules
+from engine.attribution.vote_registry import VOTE_RULES, available_vote_rules
 from engine.attribution.vote_store import VoteRun, find_principal_words, load_votes, vote_sets, vote_summary
 from engine.attribution.wordlists import (
     available_wordlists,

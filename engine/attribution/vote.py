@@ -18,7 +18,7 @@ For one example (one text field):
 
 Steps 2–3 are the default vote rule, ``"majority"``. Other rules (score aggregation across
 methods, members weighted by dev accuracy, the label margin, a z-statistics prior) are
-registered by name in :data:`engine.attribution.vote_rules.VOTE_RULES`;
+registered by name in :data:`engine.attribution.vote_registry.VOTE_RULES`;
 :attr:`VoteSettings.rule` names the one to use.
 
 Dataset-level tables count, per word, the examples in which it is principal / spurious (and
@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from engine.attribution.errors import VoteConfigError
+from engine.attribution.vote_registry import VOTE_RULES
 from engine.text import normalize, segment
 from engine.text.words import LEXICAL_KINDS
 
@@ -70,7 +71,7 @@ class VoteSettings:
     threshold
         Members needed for a principal word; ``None`` means ``tau = (|M| + 1) / 2``.
     rule
-        The vote rule's name in :data:`engine.attribution.vote_rules.VOTE_RULES` (default
+        The vote rule's name in :data:`engine.attribution.vote_registry.VOTE_RULES` (default
         ``"majority"``: the steps of the module doc).
     prior_weight
         Weight of the z-statistics prior for the rules that use one (0–1).
@@ -94,8 +95,6 @@ class VoteSettings:
             raise VoteConfigError(f"threshold must be at least 1, got {self.threshold}.", "Leave it unset for (|M|+1)/2.")
         if not 0.0 <= self.prior_weight <= 1.0:
             raise VoteConfigError(f"prior_weight must be between 0 and 1, got {self.prior_weight}.", "Use e.g. 0.3.")
-        from engine.attribution.vote_rules import VOTE_RULES  # lazy: vote_rules imports this module
-
         VOTE_RULES.get(self.rule)  # an unknown name raises VoteConfigError listing the valid ones
 
     def tau(self, n_members: int) -> int:
@@ -296,8 +295,6 @@ def vote_example(
     >>> v.principal, v.spurious
     (('great',), ('moving', 'film', 'a'))
     """
-    from engine.attribution.vote_rules import VOTE_RULES  # lazy: vote_rules imports this module
-
     settings = settings if settings is not None else VoteSettings()
     outcome = VOTE_RULES.get(settings.rule)(words, scores, settings, context or VoteContext())
     present = {normalize(w) for w in words if is_lexical_token(w)}

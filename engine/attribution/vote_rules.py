@@ -38,44 +38,17 @@ principal.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
 from engine.attribution.errors import VoteConfigError
 from engine.attribution.vote import VoteContext, VoteSettings, majority_vote, type_scores
-from engine.registry import Registry
+from engine.attribution.vote_registry import VOTE_RULES, RuleOutcome, VoteRule, available_vote_rules
 
 __all__ = ["VOTE_RULES", "RuleOutcome", "VoteRule", "available_vote_rules"]
 
 Scores = Mapping[str, Mapping[str, Sequence[float] | np.ndarray]]
-
-
-@dataclass(frozen=True)
-class RuleOutcome:
-    """What a rule decides for one text field (user-list words are handled by the caller)."""
-
-    principal: list[str]
-    spurious: list[str]
-    ranking: list[str]
-    votes: dict[str, int] = field(default_factory=dict)
-    member_words: dict[str, tuple[str, ...]] = field(default_factory=dict)
-
-
-VoteRule = Callable[[Sequence[str], Scores, VoteSettings, VoteContext], RuleOutcome]
-
-VOTE_RULES: Registry[VoteRule] = Registry(
-    "vote rule",
-    VoteConfigError,
-    builtins={name: "engine.attribution.vote_rules" for name in (
-        "majority", "weighted-majority", "rank-mean", "score-mean", "margin", "z-prior", "z-tiebreak")},
-)
-
-
-def available_vote_rules() -> list[str]:
-    """The registered rule names, built-ins first."""
-    return VOTE_RULES.names()
 
 
 def _majority_outcome(words: Sequence[str], scores: Scores, settings: VoteSettings,
