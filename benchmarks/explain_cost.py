@@ -51,7 +51,8 @@ def build_project(workdir: Path, backbones: list[str], args: argparse.Namespace)
     from engine.store import Project
 
     workdir.mkdir(parents=True, exist_ok=True)
-    path = workdir / f"cad-rows{args.max_train_rows or 'all'}-ep{args.epochs}-len{args.max_length}.cbproj"
+    lr = f"-lr{args.learning_rate:g}" if args.learning_rate else ""
+    path = workdir / f"cad-rows{args.max_train_rows or 'all'}-ep{args.epochs}-len{args.max_length}{lr}.cbproj"
     project = Project.open(path) if path.exists() else Project.create(path)
     datasets = project.datasets() if hasattr(project, "datasets") else []
     dataset = next((d for d in datasets if d.name == "cad"), None)
@@ -62,6 +63,8 @@ def build_project(workdir: Path, backbones: list[str], args: argparse.Namespace)
     overrides = {"epochs": args.epochs, "max_length": args.max_length}
     if args.max_train_rows:
         overrides["max_train_rows"] = args.max_train_rows
+    if args.learning_rate:
+        overrides["learning_rate"] = args.learning_rate
     for backbone in backbones:
         spec = MemberSpec(backbone, backbone, {}, train_preset("fast-cpu", **overrides))
         t0 = time.perf_counter()
@@ -111,6 +114,7 @@ def main() -> None:
     parser.add_argument("--max-train-rows", type=int, help="train members on at most this many CAD train rows")
     parser.add_argument("--epochs", type=int, default=2, help="training epochs (fast-cpu: 2)")
     parser.add_argument("--max-length", type=int, default=128, help="member max length (fast-cpu: 128)")
+    parser.add_argument("--learning-rate", type=float, help="training learning rate (fast-cpu: 1e-4)")
     parser.add_argument("--threads", type=int, help="torch threads (default: torch's choice)")
     args = parser.parse_args()
 
