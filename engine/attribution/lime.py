@@ -14,7 +14,7 @@ which other examples were computed with it.
 
 ``budget="fast"`` (the default) draws the same kind of samples in batched forward passes
 (:func:`engine.attribution.perturb.fast_lime`, plus the unperturbed input) and sizes them to the
-example: ``samples_per_word`` per word, at least 32 and at most ``num_samples`` (200).
+example: ``samples_per_word`` per word, at least 64 and at most ``num_samples`` (200).
 ``budget="full"`` is captum's ``Lime`` with ``num_samples`` samples.
 """
 
@@ -64,7 +64,7 @@ class LimeSettings(MethodSettings):
 
     PERFORMANCE_FIELDS: ClassVar[frozenset[str]] = frozenset({"perturbations_per_eval"})
     FAST_FIELDS: ClassVar[frozenset[str]] = frozenset({"samples_per_word"})
-    MIN_SAMPLES: ClassVar[int] = 32
+    MIN_SAMPLES: ClassVar[int] = 64
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -82,14 +82,14 @@ def test_sample_sizes_follow_the_word_count(l3) -> None:
     for text, n in groups.items():
         _, lime = _run(model, tok, [text], "lime", LimeSettings())
         # one prediction pass row, the unperturbed input, the samples
-        assert lime.forward_rows == 1 + 1 + lime_sample_count(n, 1.0, 32, 200)
+        assert lime.forward_rows == 1 + 1 + lime_sample_count(n, 1.0, 64, 200)
         _, shap = _run(model, tok, [text], "shapley", ShapleySettings())
         perms = shapley_permutation_count(n, 256, 10)
         assert shap.forward_rows == 1 + 2 + perms * (n - 1)
-    assert lime_sample_count(groups[SHORT], 1.0, 32, 200) <= lime_sample_count(groups[LONG], 1.0, 32, 200)
+    assert lime_sample_count(groups[SHORT], 1.0, 64, 200) <= lime_sample_count(groups[LONG], 1.0, 64, 200)
     assert shapley_permutation_count(groups[SHORT], 256, 10) >= shapley_permutation_count(groups[LONG], 256, 10)
     assert [shapley_permutation_count(n, 256, 10) for n in (5, 100, 1000)] == [10, 4, 2]
-    assert [lime_sample_count(n, 1.0, 32, 200) for n in (5, 100, 1000)] == [32, 100, 200]
+    assert [lime_sample_count(n, 1.0, 64, 200) for n in (5, 100, 1000)] == [64, 100, 200]
 
 
 @pytest.mark.parametrize("method", ["lime", "shapley"])
