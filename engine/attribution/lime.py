@@ -11,6 +11,11 @@ Captum explains one example per surrogate, so examples are processed one by one
 (:func:`engine.attribution.sampling.per_example_scores`, shared with KernelSHAP); each
 example's sampling is seeded from ``seed`` and its example id, so scores do not depend on
 which other examples were computed with it.
+
+``budget="fast"`` (the default) draws the same kind of samples in batched forward passes
+(:func:`engine.attribution.perturb.fast_lime`, plus the unperturbed input) and sizes them to the
+example: ``samples_per_word`` per word, at least 64 and at most ``num_samples`` (200).
+``budget="full"`` is captum's ``Lime`` with ``num_samples`` samples.
 """
 
 from __future__ import annotations
@@ -24,7 +29,8 @@ import numpy as np
 from engine.attribution.errors import MethodSettingsError
 from engine.attribution.method import AttributionMethod, MethodSettings
 from engine.attribution.registry import register_method
-from engine.attribution.sampling import per_example_scores
+from engine.attribution.perturb import fast_lime, lime_sample_count
+from engine.attribution.sampling import example_seed, per_example_scores
 
 __all__ = ["LimeSettings", "LimeText"]
 
@@ -36,7 +42,9 @@ class LimeSettings(MethodSettings):
     Parameters
     ----------
     num_samples
-        Perturbed samples per example (default 200).
+        Perturbed samples per example (default 200; with ``budget="fast"`` the most).
+    samples_per_word
+        ``budget="fast"``: samples per word of the example (at least :attr:`MIN_SAMPLES`).
     kernel_width
         LIME's text kernel width (on 100 x cosine distance; default 25).
     alpha
@@ -52,8 +60,11 @@ class LimeSettings(MethodSettings):
     alpha: float = 1.0
     seed: int = 0
     perturbations_per_eval: int = 32
+    samples_per_word: float = 1.0
 
     PERFORMANCE_FIELDS: ClassVar[frozenset[str]] = frozenset({"perturbations_per_eval"})
+    FAST_FIELDS: ClassVar[frozenset[str]] = frozenset({"samples_per_word"})
+    MIN_SAMPLES: ClassVar[int] = 64
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -82,6 +93,14 @@ class LimeText(AttributionMethod):
     def group_scores(
         self, forward: Any, batch: Any, targets: Any, settings: LimeSettings, *, seed_ids: list[int]
     ) -> tuple[list[np.ndarray], None]:
+        if settings.budget == "fast":
+            out = []
+            for i in range(len(batch)):
+                rng = np.random.default_rng(example_seed(settings.seed, seed_ids[i]))
+                count = lime_sample_count(batch.n_groups[i], settings.samples_per_word, min(self.Settings.MIN_SAMPLES, settings.num_samples), settings.num_samples)
+                out.append(fast_lime(forward, batch, i, int(targets[i]), count, rng, kernel_width=settings.kernel_width, alpha=settings.alpha))
+            return out, None
+
         from captum.attr import Lime
 
         from engine.attribution.surrogate import WeightedRidge

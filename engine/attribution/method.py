@@ -16,10 +16,14 @@ from typing import Any, ClassVar
 
 from engine.attribution.errors import MethodSettingsError
 
-__all__ = ["ALGORITHM_VERSION", "AttributionMethod", "MethodSettings", "settings_key"]
+__all__ = ["ALGORITHM_VERSION", "BUDGETS", "AttributionMethod", "MethodSettings", "settings_key"]
 
 #: Bumped when a change to the shared code (alignment, baseline) changes stored scores.
 ALGORITHM_VERSION = 1
+
+#: Compute budgets: ``"fast"`` (the default: sample sizes follow the number of words, IG
+#: refined only until completeness holds) and ``"full"`` (the fixed sizes used before).
+BUDGETS = ("fast", "full")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -30,23 +34,40 @@ class MethodSettings:
     ----------
     output
         Explain the target's softmax probability (``"prob"``) or its logit (``"logit"``).
+    budget
+        ``"fast"`` (default) or ``"full"`` (see :data:`BUDGETS` and each method). Part of the
+        cache key, so results of the two budgets are never mixed; a ``"full"`` key equals the
+        key the same settings had before budgets existed.
     """
 
     output: str = "prob"
+    budget: str = "fast"
 
     #: Fields that only change speed or memory, not the scores; left out of the cache key.
     PERFORMANCE_FIELDS: ClassVar[frozenset[str]] = frozenset()
+    #: Fields only the ``"fast"`` budget reads; left out of the cache key of ``"full"``.
+    FAST_FIELDS: ClassVar[frozenset[str]] = frozenset()
 
     def __post_init__(self) -> None:
         if self.output not in ("prob", "logit"):
             raise MethodSettingsError(f"Unknown output {self.output!r}.", "Use 'prob' or 'logit'.")
+        if self.budget not in BUDGETS:
+            raise MethodSettingsError(f"Unknown budget {self.budget!r}.", f"Use one of: {', '.join(BUDGETS)}.")
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
+    def resolved(self) -> MethodSettings:
+        """These settings with every ``None`` ("follow the budget") field filled in."""
+        return self
+
     def identity(self) -> dict[str, Any]:
-        """The settings that change the scores."""
-        return {k: v for k, v in self.to_dict().items() if k not in self.PERFORMANCE_FIELDS}
+        """The settings that change the scores (resolved; ``budget`` and the fast-only fields left out when ``"full"``)."""
+        out = {k: v for k, v in self.resolved().to_dict().items() if k not in self.PERFORMANCE_FIELDS}
+        if out.get("budget") == "full":
+            for k in ("budget", *self.FAST_FIELDS):
+                out.pop(k, None)
+        return out
 
 
 class AttributionMethod:

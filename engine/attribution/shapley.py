@@ -11,6 +11,11 @@ from ``seed`` and the batch's first example id.
 ``estimator="kernel"`` runs ``captum.attr.KernelShap`` per example with ``num_samples``
 coalitions and a weighted least-squares surrogate; cheaper for long texts, noisier for short
 ones.
+
+``budget="fast"`` (the default) uses batched antithetic permutation sampling instead
+(:func:`engine.attribution.perturb.fast_shapley`), seeded per example, with the number of
+permutations sized to the example's words: about ``rows`` model evaluations, even, at least 2
+and at most ``num_samples`` (10). ``budget="full"`` is the captum estimator above.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import numpy as np
 from engine.attribution.errors import MethodSettingsError
 from engine.attribution.method import AttributionMethod, MethodSettings
 from engine.attribution.registry import register_method
+from engine.attribution.perturb import fast_shapley, shapley_permutation_count
 from engine.attribution.sampling import example_seed, per_example_scores
 
 __all__ = ["ShapleySettings", "ShapleyWords"]
@@ -39,7 +45,11 @@ class ShapleySettings(MethodSettings):
     estimator
         ``"sampling"`` (permutation sampling) or ``"kernel"`` (KernelSHAP).
     num_samples
-        Permutations (sampling; default 10) or coalitions (kernel; use ~200).
+        Permutations (sampling; default 10; with ``budget="fast"`` the most per example) or
+        coalitions (kernel; use ~200).
+    rows
+        ``budget="fast"``: model evaluations to aim at per example (permutations =
+        ``rows / (words + 1)``, even, between 2 and ``num_samples``).
     seed
         Base random seed.
     perturbations_per_eval
@@ -50,8 +60,10 @@ class ShapleySettings(MethodSettings):
     num_samples: int = 10
     seed: int = 0
     perturbations_per_eval: int = 16
+    rows: int = 256
 
     PERFORMANCE_FIELDS: ClassVar[frozenset[str]] = frozenset({"perturbations_per_eval"})
+    FAST_FIELDS: ClassVar[frozenset[str]] = frozenset({"rows"})
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -71,7 +83,17 @@ class ShapleyWords(AttributionMethod):
     ) -> tuple[list[np.ndarray], None]:
         if settings.estimator == "kernel":
             return self._kernel(forward, batch, targets, settings, seed_ids), None
+        if settings.budget == "fast":
+            return self._fast(forward, batch, targets, settings, seed_ids), None
         return self._sampling(forward, batch, targets, settings, seed_ids), None
+
+    def _fast(self, forward: Any, batch: Any, targets: Any, settings: ShapleySettings, seed_ids: list[int]) -> list[np.ndarray]:
+        out = []
+        for i in range(len(batch)):
+            rng = np.random.default_rng(example_seed(settings.seed, seed_ids[i]))
+            count = shapley_permutation_count(batch.n_groups[i], settings.rows, settings.num_samples)
+            out.append(fast_shapley(forward, batch, i, int(targets[i]), count, rng))
+        return out
 
     def _sampling(self, forward: Any, batch: Any, targets: Any, settings: ShapleySettings, seed_ids: list[int]) -> list[np.ndarray]:
         import torch

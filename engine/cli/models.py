@@ -29,6 +29,8 @@ def _method_settings(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
                             f"Use some of: {', '.join(available_methods())}.")
     options = {"ig": {"n_steps": args.ig_steps}, "lime": {"num_samples": args.lime_samples},
                "shapley": {"num_samples": args.shapley_samples}}
+    if getattr(args, "budget", None):
+        options = {m: {**o, "budget": args.budget} for m, o in options.items()}
     return {m: {k: v for k, v in options.get(m, {}).items() if v is not None} or None for m in methods}
 
 
@@ -50,7 +52,9 @@ def _members(project, dataset, names: str | None) -> list[str]:
 ATTRIBUTION = argparse.ArgumentParser(add_help=False, parents=[SELECTION])
 ATTRIBUTION.add_argument("--members", help="comma-separated member names (default: every member trained on the dataset)")
 ATTRIBUTION.add_argument("--methods", default="ig", help="comma-separated: ig, lime, shapley (default: ig)")
-ATTRIBUTION.add_argument("--ig-steps", type=int, help="Integrated Gradients steps (default 50)")
+ATTRIBUTION.add_argument("--budget", choices=("fast", "full"),
+                         help="fast (default: samples sized to the words, IG refined until complete) or full")
+ATTRIBUTION.add_argument("--ig-steps", type=int, help="Integrated Gradients first-pass steps (default 16 fast, 50 full)")
 ATTRIBUTION.add_argument("--lime-samples", type=int, help="LIME perturbation samples")
 ATTRIBUTION.add_argument("--shapley-samples", type=int, help="Shapley value sampling permutations")
 ATTRIBUTION.add_argument("--target", default="predicted",

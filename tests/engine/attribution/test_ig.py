@@ -51,7 +51,7 @@ def test_ig_completeness_on_the_trained_minilm(trained_minilm: dict) -> None:
     m = load_member(trained_minilm["project"], "minilm")
     stats = AttributionStats()
     results = attribute_texts(
-        m.model, m.tokenizer, m.info.labels, m.info.fields, _examples(), "ig", IGSettings(),
+        m.model, m.tokenizer, m.info.labels, m.info.fields, _examples(), "ig", IGSettings(budget="full"),
         max_length=64, batch_size=5, max_padding=1.0, stats=stats,
     )
     _check_completeness(m.model, m.tokenizer, m.info.labels, results, 64, tol=0.02)
