@@ -1,5 +1,5 @@
-"""Attribution budgets: the fast defaults keep IG complete, size samples to the words, batch
-without changing the scores, and vote like the full budget."""
+"""Attribution budgets: the fast budget keeps IG complete, sizes samples to the words and batches
+without changing the scores; the full budget (default) keeps the old cache keys."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import pytest
 from engine.attribution import ExampleInput, IGSettings, LimeSettings, ShapleySettings, attribute_texts, settings_key
 from engine.attribution.core import AttributionStats
 from engine.attribution.perturb import lime_sample_count, shapley_permutation_count
-from engine.attribution.vote import VoteSettings, vote_example
 
 SHORT = "Great film."
 LONG = (
@@ -48,9 +47,10 @@ def test_full_budget_keeps_the_old_cache_keys_and_fast_gets_its_own() -> None:
     old = {"ig": "4d92f4fc436be8a2", "lime": "3b5e8a7123c5b5a3", "shapley": "b5dcf27327bb160a"}
     for method, cls in (("ig", IGSettings), ("lime", LimeSettings), ("shapley", ShapleySettings)):
         full = settings_key(method, cls(budget="full"), target="predicted", max_length=128)
-        fast = settings_key(method, cls(), target="predicted", max_length=128)
-        assert full == old[method] and fast != full
-    assert IGSettings(budget="full").resolved().n_steps == 50 and IGSettings().resolved().n_steps == 16
+        default = settings_key(method, cls(), target="predicted", max_length=128)
+        fast = settings_key(method, cls(budget="fast"), target="predicted", max_length=128)
+        assert full == default == old[method] and fast != full
+    assert IGSettings().resolved().n_steps == 50 and IGSettings(budget="fast").resolved().n_steps == 16
 
 
 def test_fast_ig_is_complete_and_cheaper(l3) -> None:
@@ -60,7 +60,7 @@ def test_fast_ig_is_complete_and_cheaper(l3) -> None:
     from engine.attribution.forward import ClassifierForward
 
     model, tok = l3
-    fast, fast_stats = _run(model, tok, TEXTS, "ig", IGSettings(), batch_size=5, max_padding=1.0)
+    fast, fast_stats = _run(model, tok, TEXTS, "ig", IGSettings(budget="fast"), batch_size=5, max_padding=1.0)
     full, full_stats = _run(model, tok, TEXTS, "ig", IGSettings(budget="full"), batch_size=5, max_padding=1.0)
     batch = encode_batch(model, tok, [(t,) for t in TEXTS], 64)
     f = ClassifierForward(model)
@@ -80,10 +80,10 @@ def test_sample_sizes_follow_the_word_count(l3) -> None:
 
     groups = {t: encode_batch(model, tok, [(t,)], 64).n_groups[0] for t in (SHORT, LONG)}
     for text, n in groups.items():
-        _, lime = _run(model, tok, [text], "lime", LimeSettings())
+        _, lime = _run(model, tok, [text], "lime", LimeSettings(budget="fast"))
         # one prediction pass row, the unperturbed input, the samples
         assert lime.forward_rows == 1 + 1 + lime_sample_count(n, 1.0, 64, 200)
-        _, shap = _run(model, tok, [text], "shapley", ShapleySettings())
+        _, shap = _run(model, tok, [text], "shapley", ShapleySettings(budget="fast"))
         perms = shapley_permutation_count(n, 256, 10)
         assert shap.forward_rows == 1 + 2 + perms * (n - 1)
     assert lime_sample_count(groups[SHORT], 1.0, 64, 200) <= lime_sample_count(groups[LONG], 1.0, 64, 200)
@@ -95,7 +95,7 @@ def test_sample_sizes_follow_the_word_count(l3) -> None:
 @pytest.mark.parametrize("method", ["lime", "shapley"])
 def test_fast_batching_gives_the_same_scores(l3, method: str) -> None:
     model, tok = l3
-    settings = LimeSettings() if method == "lime" else ShapleySettings()
+    settings = LimeSettings(budget="fast") if method == "lime" else ShapleySettings(budget="fast")
     batched, _ = _run(model, tok, TEXTS, method, settings, batch_size=5, max_padding=1.0)
     single, _ = _run(model, tok, TEXTS, method, settings, batch_size=1)
     for a, b in zip(batched, single):
@@ -111,34 +111,10 @@ def test_fast_shapley_is_efficient(l3) -> None:
     from engine.attribution.forward import ClassifierForward
 
     model, tok = l3
-    out, _ = _run(model, tok, TEXTS, "shapley", ShapleySettings())
+    out, _ = _run(model, tok, TEXTS, "shapley", ShapleySettings(budget="fast"))
     batch = encode_batch(model, tok, [(t,) for t in TEXTS], 64)
     f = ClassifierForward(model)
     with torch.no_grad():
         gap = (f(batch.input_ids, *batch.forward_args()) - f(batch.baseline_ids, *batch.forward_args())).numpy()
     for r in out:
         assert np.isclose(r.fields[0].scores.sum(), gap[r.example_id, r.target_index], atol=1e-5)
-
-
-def test_fast_vote_matches_the_full_vote(trained_minilm: dict) -> None:
-    from engine.models.loading import load_member
-
-    m = load_member(trained_minilm["project"], "minilm")
-    texts = [
-        "Terrible acting and a boring plot. I hated every minute of this awful film.",
-        "A wonderful, moving story with brilliant performances; I loved it.",
-    ]
-    examples = [ExampleInput(i, (t,)) for i, t in enumerate(texts)]
-    votes = {}
-    for budget in ("fast", "full"):
-        scores: dict[int, dict[str, np.ndarray]] = {}
-        words: dict[int, list[str]] = {}
-        for method, cls in (("ig", IGSettings), ("lime", LimeSettings), ("shapley", ShapleySettings)):
-            for r in attribute_texts(m.model, m.tokenizer, m.info.labels, m.info.fields, examples, method,
-                                     cls(budget=budget), max_length=64):
-                scores.setdefault(r.example_id, {})[method] = r.fields[0].scores
-                words[r.example_id] = r.fields[0].words
-        votes[budget] = {i: set(vote_example(words[i], {"minilm": scores[i]}, VoteSettings(k=3)).principal) for i in scores}
-    for i in votes["full"]:
-        full, fast = votes["full"][i], votes["fast"][i]
-        assert full and len(full & fast) / len(full) >= 0.8, (full, fast)
