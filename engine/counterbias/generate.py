@@ -697,8 +697,8 @@ def _repair_flips(client: CachedClient, slots: list[Slot], dataset: DatasetInfo,
     answers = client.chat_many([j[3] for j in jobs], cancel=token).results
     for (slot, plan, edit, _), answer in zip(jobs, answers, strict=True):
         slot.repairs["flip"] = 1
-        if isinstance(answer, Failure):
-            plan.flip["rejected"].append({"sentence": edit.index, "reason": "transport"})
+        if isinstance(answer, Failure):  # like any other request: the slot fails, the next run retries it
+            slot.fail("flip repair", answer.message, retriable=answer.retriable, hint=answer.hint)
             continue
         edit.raw.append(answer.text)
         new = clean_sentence(answer.text)
