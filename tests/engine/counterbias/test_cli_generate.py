@@ -35,6 +35,7 @@ def test_generate_decide_augment_export(voted_project, stub, capsys, tmp_path):
     assert main(["-q", "augment", path, "reviews", "--name", "reviews-aug"]) == EXIT_USER_ERROR
 
     # the paper's reconstruction is a setting (a new settings key: six more candidates)
+    capsys.readouterr()
     assert main(["-q", "generate", path, "reviews", "--limit", "6", "--mode", "reconstruct", "--drop-prob", "0",
                  *llm]) == EXIT_OK
     out = json.loads(capsys.readouterr().out)
