@@ -19,6 +19,7 @@ from typing import Any
 from engine.counterbias.leak import LeakGuard
 from engine.counterbias.manipulate import lemma, word_keys
 from engine.text import normalize, segment
+from engine.text.distance import word_edit_distance
 from engine.text.words import LEXICAL_KINDS
 
 __all__ = [
@@ -114,12 +115,18 @@ def _norm(text: str) -> str:
     return " ".join(re.findall(r"\w+", text.lower()))
 
 
+#: Word-level edit distance above which an answer is a new sentence, not an edit (from 5 words on).
+MAX_SENTENCE_DISTANCE = 0.8
+
+
 def check_sentence(new: str, sentence: str, keep: Sequence[str], *, guard: LeakGuard | None = None,
-                   original_text: str = "", labels: Sequence[str] = ()) -> Check | None:
+                   original_text: str = "", labels: Sequence[str] = (), others: Sequence[str] = ()) -> Check | None:
     """Why an edited sentence cannot be used, or ``None`` when it can.
 
     ``sentence`` is the sentence sent for editing, ``keep`` the words it must still contain,
-    ``original_text`` the whole original (phrases of it never count as a leak).
+    ``original_text`` the whole original (phrases of it never count as a leak), ``others`` the
+    text's sentences (an answer that repeats another one of them, or is closer to another than
+    to ``sentence``, edited the wrong sentence: small models copy the context).
 
     Examples
     --------
@@ -136,6 +143,16 @@ def check_sentence(new: str, sentence: str, keep: Sequence[str], *, guard: LeakG
         return Check("unchanged", "It repeats the sentence without changing it.")
     if len(new) > max(3 * len(sentence), len(sentence) + 120):
         return Check("too long", f"It is {len(new)} characters long, far longer than the sentence ({len(sentence)}).")
+    own = word_edit_distance(sentence, new)
+    for other in others:
+        if _norm(other) == _norm(sentence) or len(_norm(other).split()) < 4:
+            continue
+        if f" {_norm(other)} " in f" {_norm(new)} " or word_edit_distance(other, new) < own:
+            return Check("wrong sentence", "It copies another sentence of the text instead of editing the sentence "
+                         "to edit.")
+    if len(_norm(sentence).split()) >= 5 and own > MAX_SENTENCE_DISTANCE:
+        return Check("not an edit", "It replaces the whole sentence; keep its words and change only the few "
+                     "that decide the label.")
     missing = missing_words(new, keep)
     if missing:
         return Check("missing words", "It leaves out words that must stay exactly as they are: "

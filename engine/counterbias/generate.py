@@ -117,6 +117,7 @@ class FieldPlan:
     votes: dict[str, int] = field(default_factory=dict)
     keep: list[str] = field(default_factory=list)
     edits: list[SentenceEdit] = field(default_factory=list)
+    others: list[str] = field(default_factory=list)
     flip: dict[str, Any] | None = None
 
     @property
@@ -551,6 +552,7 @@ def _plan_edits(slot: Slot, plan: FieldPlan, mapping: dict[str, str]) -> tuple[s
         new, found = swap_gender(sentence, mapping) if mapping else (sentence, [])
         swapped.append(new)
         plan.swaps.extend(found)
+    plan.others = list(swapped)
     for i in _chosen_sentences(plan, raw):
         change = surface_words(swapped[i], plan.principal)
         gendered = [b for a, b in (swap_gender(raw[i], mapping)[1] if mapping else [])]
@@ -563,10 +565,10 @@ def _plan_edits(slot: Slot, plan: FieldPlan, mapping: dict[str, str]) -> tuple[s
 
 def _edit_request(slot: Slot, plan: FieldPlan, edit: SentenceEdit, swapped: Sequence[str], task: str,
                   labels: Sequence[str], settings: GenerateSettings) -> ChatRequest:
-    before = swapped[edit.index - 1] if edit.index > 0 else "(start of the text)"
+    before = swapped[edit.index - 1] if edit.index > 0 else ""
     if plan.field == "hypothesis":
         before = f"(premise) {slot.example.get('premise') or ''}" + (f" (hypothesis) {before}" if edit.index else "")
-    after = swapped[edit.index + 1] if edit.index + 1 < len(swapped) else "(end of the text)"
+    after = swapped[edit.index + 1] if edit.index + 1 < len(swapped) else ""
     messages = load_prompt("edit_sentence").render(
         task=task, labels=", ".join(labels), before=before, sentence=edit.sentence, after=after,
         label=str(slot.example["label"]), target=slot.target, change=", ".join(edit.change) or "(not named)",
@@ -582,7 +584,8 @@ def _take_edit(slot: Slot, plan: FieldPlan, edit: SentenceEdit, answer: ChatResu
         return None
     edit.raw.append(answer.text)
     new = clean_sentence(answer.text)
-    problem = check_sentence(new, edit.sentence, edit.keep, guard=guard, original_text=plan.original, labels=labels)
+    problem = check_sentence(new, edit.sentence, edit.keep, guard=guard, original_text=plan.original, labels=labels,
+                             others=plan.others)
     if problem is None:
         edit.new = new
         return None
@@ -703,7 +706,7 @@ def _repair_flips(client: CachedClient, slots: list[Slot], dataset: DatasetInfo,
         edit.raw.append(answer.text)
         new = clean_sentence(answer.text)
         problem = check_sentence(new, edit.sentence, edit.keep, guard=guard, original_text=plan.original,
-                                 labels=dataset.labels)
+                                 labels=dataset.labels, others=plan.others)
         if problem is None and new != edit.new:
             edit.new = new
             plan.flip["repaired"].append(edit.index)

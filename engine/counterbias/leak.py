@@ -29,7 +29,7 @@ NGRAM = 6
 MIN_SENTENCE_WORDS = 3
 
 _SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
-_FIELD_LINE = re.compile(r"^[A-Z][\w ()]{0,40}:\s*")
+_FIELD_LINE = re.compile(r"^[A-Z][\w ,()]{0,40}:\s*")
 
 
 def _grams(tokens: list[str], n: int) -> set[tuple[str, ...]]:

@@ -75,7 +75,8 @@ def test_untouched_sentences_stay_byte_identical(voted_project, stub, tmp_path):
         "I watched it with my brother on Friday.", "The cinema was cold."]
     edits = [b for b in sent if _editing(b)]
     assert len(edits) == 1 and sentence_to_edit(edits[0]) == TARGET  # one request, for that sentence only
-    assert "Text before: I watched it with my brother on Friday." in edits[0]["messages"][-1]["content"]
+    assert ("Context, not to be copied: I watched it with my brother on Friday. [SENTENCE] The cinema was cold."
+            in edits[0]["messages"][-1]["content"])
     meta = row["meta"]
     assert meta["mode"] == "edit" and meta["repairs"] == {}
     assert meta["fields"][0]["edits"][0]["keep"] == ["plot"] and meta["fields"][0]["edits"][0]["change"] == ["great"]

@@ -42,3 +42,13 @@ def test_clean_sentence_takes_the_first_line_without_labels():
 ])
 def test_word_edit_distance(a, b, expected):
     assert word_edit_distance(a, b) == pytest.approx(expected)
+
+
+def test_an_answer_copying_the_context_or_replacing_the_sentence_is_refused():
+    sentences = ["My cousin took me on Sunday.", "The plot is great and the music is lovely.", "We stayed for the credits."]
+    sentence = sentences[1]
+    assert check_sentence("My cousin took me on Sunday.", sentence, [], others=sentences).reason == "wrong sentence"
+    doubled = "The plot is dull and the music is lovely. We stayed for the credits."
+    assert check_sentence(doubled, sentence, [], others=sentences).reason == "wrong sentence"
+    assert check_sentence("A masterpiece from start to finish, truly.", sentence, [], others=sentences).reason == "not an edit"
+    assert check_sentence("The plot is dull and the music is lovely.", sentence, [], others=sentences) is None
