@@ -23,6 +23,7 @@ from engine.text.distance import word_edit_distance
 from engine.text.words import LEXICAL_KINDS
 
 __all__ = [
+    "FUNCTION_WORDS",
     "Check",
     "SentenceEdit",
     "assemble",
@@ -95,20 +96,34 @@ _LABEL = re.compile(r"^\s*(?:edited sentence|new sentence|sentence to edit|sente
 _QUOTES = "\"'\u201c\u201d\u2018\u2019`"
 
 
-def clean_sentence(answer: str) -> str:
+def clean_sentence(answer: str, sentence: str = "") -> str:
     """The edited sentence in an answer: first non-empty line, without a ``Sentence:`` label or outer quotes.
+
+    Outer quotes are kept when ``sentence`` (the one edited) itself starts or ends with one
+    (``"Pulp Fiction" was robbed for "Best Picture."``).
 
     Examples
     --------
     >>> clean_sentence('Edited sentence: "A dull film."\\nI changed fine to dull.')
     'A dull film.'
+    >>> clean_sentence('"Heat" was robbed.', '"Heat" was praised.')
+    '"Heat" was robbed.'
     """
     lines = [line.strip() for line in (answer or "").strip().splitlines()
              if line.strip() and not line.strip().startswith("```")]
     text = _LABEL.sub("", lines[0]).strip() if lines else ""
-    if len(text) >= 2 and text[0] in _QUOTES and text[-1] in _QUOTES:
+    edited = sentence.strip()
+    quoted = bool(edited) and (edited[0] in _QUOTES or edited[-1] in _QUOTES)
+    if len(text) >= 2 and text[0] in _QUOTES and text[-1] in _QUOTES and not quoted:
         text = text[1:-1].strip()
     return text
+
+
+#: Function words never named as label words to replace (a vote may pick them; naming them misleads the LLM).
+FUNCTION_WORDS = frozenset(
+    "a an the and or but if when while as of to in on at by for with from this that these those it its is are was "
+    "were be been being do does did done have has had i you he she we they me him her us them my your his our their "
+    "so than then there here what which who whom".split())
 
 
 def _norm(text: str) -> str:

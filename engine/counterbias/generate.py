@@ -58,7 +58,7 @@ from contextlib import closing, nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from engine.counterbias.edit import SentenceEdit, assemble, check_sentence, clean_sentence, has_word, missing_words, surface_words
+from engine.counterbias.edit import FUNCTION_WORDS, SentenceEdit, assemble, check_sentence, clean_sentence, has_word, missing_words, surface_words
 from engine.counterbias.leak import LeakGuard
 from engine.counterbias.manipulate import (
     arrange,
@@ -583,7 +583,7 @@ def _take_edit(slot: Slot, plan: FieldPlan, edit: SentenceEdit, answer: ChatResu
         slot.fail("edit", answer.message, retriable=answer.retriable, hint=answer.hint)
         return None
     edit.raw.append(answer.text)
-    new = clean_sentence(answer.text)
+    new = clean_sentence(answer.text, edit.sentence)
     problem = check_sentence(new, edit.sentence, edit.keep, guard=guard, original_text=plan.original, labels=labels,
                              others=plan.others)
     if problem is None:
@@ -660,8 +660,9 @@ def _strongest(plan: FieldPlan) -> list[str]:
     """The principal words with the most votes (at most :data:`STRONGEST`), in vote order."""
     if not plan.principal:
         return []
-    top = max((plan.votes.get(w, 0) for w in plan.principal), default=0)
-    return [w for w in plan.principal if plan.votes.get(w, 0) == top][:STRONGEST]
+    content = [w for w in plan.principal if w.lower() not in FUNCTION_WORDS]
+    top = max((plan.votes.get(w, 0) for w in content), default=0)
+    return [w for w in content if plan.votes.get(w, 0) == top][:STRONGEST]
 
 
 def _repair_flips(client: CachedClient, slots: list[Slot], dataset: DatasetInfo, settings: GenerateSettings,
@@ -689,7 +690,7 @@ def _repair_flips(client: CachedClient, slots: list[Slot], dataset: DatasetInfo,
             plan.flip = {"words": words, "judged": label, "repaired": [], "rejected": []}
             targets = [e for e in plan.edits if left[e.index]] or [e for e in plan.edits if e.new]
             for edit in targets:
-                named = left[edit.index] or edit.change
+                named = left[edit.index] or [w for w in edit.change if w.lower() not in FUNCTION_WORDS]
                 edit.messages = [*edit.messages, {"role": "assistant", "content": edit.raw[-1] if edit.raw else ""},
                                  *repair.render(label=original_label, why=" ".join(why), words=", ".join(f'"{w}"' for w in named)
                                                 or "the words that carry the opinion", target=slot.target,
@@ -704,7 +705,7 @@ def _repair_flips(client: CachedClient, slots: list[Slot], dataset: DatasetInfo,
             slot.fail("flip repair", answer.message, retriable=answer.retriable, hint=answer.hint)
             continue
         edit.raw.append(answer.text)
-        new = clean_sentence(answer.text)
+        new = clean_sentence(answer.text, edit.sentence)
         problem = check_sentence(new, edit.sentence, edit.keep, guard=guard, original_text=plan.original,
                                  labels=dataset.labels, others=plan.others)
         if problem is None and new != edit.new:
