@@ -122,7 +122,8 @@ def judge_candidates(
         majority = tied[0] if len(tied) == 1 else (row["target_label"] if row["target_label"] in tied else tied[0])
         edited = list((meta.get("generated") or {}).keys()) or ["text", "premise", "hypothesis"]
         text = " ".join(row.get(f) or "" for f in edited)
-        keep = list(meta.get("keep_words") or [])
+        swapped = {str(a).lower() for f in meta.get("fields") or [] for a, _ in f.get("gender_swaps") or []}
+        keep = [w for w in meta.get("keep_words") or [] if w.lower() not in swapped]  # swapped on purpose
         missing = [w for w in keep if w not in matched_words(text, keep)]
         scores = {
             "judge": {
