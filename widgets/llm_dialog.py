@@ -52,6 +52,7 @@ DEFAULT_VALUES: dict[str, Any] = {
     "shuffle": True,
     "drop_prob": 0.1,
     "swap_gender": True,
+    "mode": "edit",
 }
 FIELDS = tuple(DEFAULT_VALUES)
 
@@ -125,8 +126,15 @@ class LLMDialog(QDialog):
         self.drop_prob = QDoubleSpinBox(minimum=0.0, maximum=0.9, singleStep=0.05, decimals=2)
         self.drop_prob.setToolTip("Chance to drop each normal triple (never a principal or spurious one)")
         self.swap_gender = QCheckBox("Swap gendered words (binary word-pair list)")
+        self.mode = QComboBox()
+        self.mode.addItem("Edit sentences (keeps the rest of the text)", "edit")
+        self.mode.addItem("Reconstruct from triples (CoBA paper)", "reconstruct")
+        self.mode.setToolTip("Edit: only sentences holding principal words are rewritten, every other sentence "
+                             "is kept as it is. Reconstruct: the whole text is rewritten from its triples "
+                             "(shuffle and drop apply only here).")
         generation = QGroupBox("Generation")
         gen_form = QFormLayout(generation)
+        gen_form.addRow("Mode:", self.mode)
         gen_form.addRow("Samples:", self.samples)
         gen_form.addRow("Target labels:", self.targets)
         gen_form.addRow("Seed:", self.seed)
@@ -184,6 +192,7 @@ class LLMDialog(QDialog):
         self.shuffle.setChecked(bool(values["shuffle"]))
         self.drop_prob.setValue(float(values["drop_prob"]))
         self.swap_gender.setChecked(bool(values["swap_gender"]))
+        self.mode.setCurrentIndex(max(self.mode.findData(str(values.get("mode") or "edit")), 0))
 
     def values(self) -> dict[str, Any]:
         """The edited values (keys of :data:`FIELDS`)."""
@@ -200,6 +209,7 @@ class LLMDialog(QDialog):
             "shuffle": self.shuffle.isChecked(),
             "drop_prob": round(self.drop_prob.value(), 2),
             "swap_gender": self.swap_gender.isChecked(),
+            "mode": self.mode.currentData(),
         }
 
     def config(self) -> LLMConfig:
@@ -315,4 +325,5 @@ def settings_from_values(values: Mapping[str, Any]) -> GenerateSettings:
         shuffle=bool(values["shuffle"]),
         drop_prob=float(values["drop_prob"]),
         swap_gender=bool(values["swap_gender"]),
+        mode=str(values["mode"] or "edit"),
     )

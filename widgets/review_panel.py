@@ -153,6 +153,18 @@ def candidate_html(candidate: dict[str, Any]) -> str:
         parts.append(f"<p><b>Spurious words to keep</b>: {esc(', '.join(keep))}</p>")
     if "passes" in scores:
         parts.append(f"<p><b>Passes the filter</b>: {_yes_no(scores['passes'])}</p>")
+    distance = candidate.get("edit_distance")
+    if distance is None and status != "failed":
+        distance = (meta.get("edit_distance") or {}).get(edited_field(candidate))
+    if distance is not None:
+        parts.append(f"<p><b>Edit distance</b> to the original: {float(distance):.2f} "
+                     "<span style='color:#555'>(share of words changed; human revisions ≈ 0.2)</span></p>")
+    repairs = meta.get("repairs") or {}
+    if repairs:
+        named = {"edit": "sentence repaired", "flip": "half flip repaired", "rewrite": "rewrite repaired",
+                 "reconstruct": "reconstruction repaired"}
+        parts.append("<p><b>Repairs</b>: " + esc(", ".join(f"{named.get(k, k)} ×{n}" for k, n in repairs.items()))
+                     + "</p>")
     steps = []
     for plan in meta.get("fields") or []:
         triples = plan.get("triples") or []
@@ -163,6 +175,11 @@ def candidate_html(candidate: dict[str, Any]) -> str:
                 new = next(rewritten, None)
                 arrow = f" → {esc(' | '.join(new))}" if new else ""
                 steps.append(f"<li>{esc(' | '.join(triple))}{arrow}</li>")
+        for e in plan.get("edits") or []:
+            new = e.get("new")
+            steps.append(f"<li>sentence {int(e.get('index', 0)) + 1}: {esc(str(e.get('sentence', '')))}"
+                         + (f" → {esc(new)}" if new else " (not usable: "
+                            + esc(", ".join(e.get("problems") or [])) + ")") + "</li>")
         for a, b in plan.get("gender_swaps") or []:
             steps.append(f"<li>gender swap: {esc(a)} → {esc(b)}</li>")
         if plan.get("fallback"):
@@ -267,7 +284,7 @@ class ReviewPanel(QWidget):
         samples = {CandidatesTableModel.ID: "9999", CandidatesTableModel.EXAMPLE: "99999",
                    CandidatesTableModel.TARGET: "Negative", CandidatesTableModel.STATUS: "proposed",
                    CandidatesTableModel.FLIPPED: "yes", CandidatesTableModel.PROB: "0.00",
-                   CandidatesTableModel.KEPT: "yes"}
+                   CandidatesTableModel.KEPT: "yes", CandidatesTableModel.EDIT: "0.00"}
         for column, sample in samples.items():
             wide = max(self.fontMetrics().horizontalAdvance(sample),
                        header.fontMetrics().horizontalAdvance(CandidatesTableModel.HEADERS[column]))

@@ -232,13 +232,17 @@ class ReviewController(PanelController):
         self.panel.set_candidates(self._with_originals(rows))
 
     def _with_originals(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Rows with their example's fields (``original``), its label and the candidate's edit distance."""
+        from engine.counterbias.review import edit_distance
+
         project = self.session.project
         examples = {int(e["id"]): e for e in project.examples(sorted({int(r["example_id"]) for r in rows}))}
         out = []
         for r in rows:
             ex = examples.get(int(r["example_id"]), {})
-            out.append({**r, "original": {f: ex.get(f) for f in ("text", "premise", "hypothesis")},
-                        "original_label": ex.get("label")})
+            original = {f: ex.get(f) for f in ("text", "premise", "hypothesis")}
+            out.append({**r, "original": original, "original_label": ex.get("label"),
+                        "edit_distance": edit_distance(r, original)})
         return out
 
     def candidate_changed(self, candidate_id: int) -> None:

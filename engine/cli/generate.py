@@ -29,14 +29,20 @@ def _add_generate(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "generate",
         parents=[DATASET, SELECTION, LLM],
-        help="CoBA counterbias candidates: triples, targeted rewrite, reconstruction, ensemble judge",
+        help="CoBA counterbias candidates: triples, edited sentences (or reconstruction), ensemble judge",
         description="Needs a vote (principal/spurious words) on the dataset. Each example gets N candidates per "
         "target label; every step is stored; failures are recorded per candidate and retried by the next run.",
     )
+    p.add_argument("--mode", choices=("edit", "reconstruct"), default="edit",
+                   help="edit (default): rewrite only the sentences holding principal words, keep the rest verbatim; "
+                   "reconstruct: the CoBA paper's full rewrite from the triples")
+    p.add_argument("--no-flip-repair", action="store_true",
+                   help="edit mode: do not repair candidates that still read as the original label")
     p.add_argument("--targets", default="other", help="other (default), each, or comma-separated label names")
     p.add_argument("--samples", type=int, default=1, help="candidates per example and target (default 1)")
-    p.add_argument("--drop-prob", type=float, default=0.1, help="chance to drop each normal triple (default 0.1)")
-    p.add_argument("--no-shuffle", action="store_true", help="keep normal triples in their order")
+    p.add_argument("--drop-prob", type=float, default=0.1,
+                   help="reconstruct mode: chance to drop each normal triple (default 0.1)")
+    p.add_argument("--no-shuffle", action="store_true", help="reconstruct mode: keep normal triples in their order")
     p.add_argument("--no-gender-swap", action="store_true", help="do not swap gendered words")
     p.add_argument("--fields", help="fields to edit (default: text, or hypothesis for pairs)")
     p.add_argument("--judge", help="comma-separated judge members (default: the vote's members; 'none')")
@@ -52,7 +58,7 @@ def _run_generate(args: argparse.Namespace, progress: StderrProgress, cancel: Ca
     settings = GenerateSettings(
         targets=args.targets, samples=args.samples, temperature=args.temperature, seed=args.seed,
         max_tokens=args.max_tokens, shuffle=not args.no_shuffle, drop_prob=args.drop_prob,
-        swap_gender=not args.no_gender_swap,
+        swap_gender=not args.no_gender_swap, mode=args.mode, repair_flip=not args.no_flip_repair,
         fields=tuple(csv_list(args.fields)) if args.fields else None,
     )
     judge = None if args.judge is None else ([] if args.judge == "none" else csv_list(args.judge))

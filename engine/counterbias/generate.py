@@ -1,6 +1,25 @@
-"""CoBA counterbias generation, the job: triples → targeted rewrite → reconstruct → candidates.
+"""CoBA counterbias generation, the job: triples → edited sentences (or reconstruction) → candidates.
 
-For every example, target label ŷ ≠ y and sample ``i`` (one *candidate slot*):
+Two modes (:attr:`GenerateSettings.mode`). **edit** (the default) keeps the original text and
+replaces only the sentences that hold a principal triple:
+
+1. the example's triples (extracted here when missing) are categorised per sentence against the
+   vote's W_p and W_s; gendered words are swapped in the whole text (so every sentence agrees);
+2. each sentence with a principal triple goes to the LLM alone (prompt ``edit_sentence``), with
+   its neighbours as context, its principal words to change and its spurious and (swapped)
+   gendered words to copy verbatim; the answer is checked (:func:`~engine.counterbias.edit.check_sentence`:
+   changed, not far longer, every kept word present, nothing of the prompt's examples — a
+   *prompt leak*) and repaired once (``edit_sentence_repair``) naming what was wrong, else the
+   slot fails with that reason;
+3. the candidate is the original with just those sentences replaced (every other byte kept);
+4. flip strength: a candidate whose strongest principal words are still there, or that the
+   ensemble still judges as the original label, gets one repair request per affected sentence
+   (``edit_flip_repair``) naming the remaining words; the repaired sentence is used when it
+   passes the same checks. Every repair is recorded in ``meta.repairs``.
+
+**reconstruct** is the paper's full reconstruction, step by step below; it gets the same
+spurious-word and prompt-leak checks. For every example, target label ŷ ≠ y and sample ``i``
+(one *candidate slot*):
 
 1. the example's triples (:func:`engine.counterbias.triples.extract_triples`, run here for
    examples that have none yet) are categorised against the ensemble vote's W_p and W_s
@@ -15,7 +34,8 @@ For every example, target label ŷ ≠ y and sample ``i`` (one *candidate slot*)
    name the target label); the answer is cleaned (quotes, "Text:" labels) and rejected when
    empty, a list of triples, only a label name, far longer than the original, or missing most
    of the facts' words; one repair request (``reconstruct_repair``) if so;
-5. the candidate is stored at once in ``candidates`` with every intermediate step in ``meta``.
+5. the candidate is stored at once in ``candidates`` with every intermediate step in ``meta``,
+   and its word-level edit distance to the original (``meta.edit_distance``).
 
 Failures are per slot: a ``candidates`` row with status ``failed``, the error and whether a
 retry may pass; a later run retries failed slots and skips the others (resume). A slot that
@@ -38,12 +58,15 @@ from contextlib import closing, nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from engine.counterbias.edit import FUNCTION_WORDS, SentenceEdit, assemble, check_sentence, clean_sentence, has_word, missing_words, surface_words
+from engine.counterbias.leak import LeakGuard
 from engine.counterbias.manipulate import (
     arrange,
     categorize,
     format_triples,
     gender_map,
     matched_words,
+    swap_gender,
     swap_triple,
 )
 from engine.counterbias.settings import GenerateSettings, GenerationConfigError, targets_for
@@ -58,6 +81,8 @@ from engine.progress import CancelToken, ProgressFn, ensure_token, no_progress, 
 from engine.store.locks import run_lock
 from engine.store.runs import recorded_run
 from engine.store.schema import now
+from engine.text.distance import word_edit_distance
+from engine.text.sentences import sentence_spans, split_sentences
 
 if TYPE_CHECKING:
     from engine.store.project import DatasetInfo, Project
@@ -65,7 +90,10 @@ if TYPE_CHECKING:
 __all__ = ["GenerateResult", "clean_reconstruction", "generate_counterbias"]
 
 METHOD = "coba"
-PROMPTS = ("rewrite", "rewrite_repair", "reconstruct", "reconstruct_repair")
+PROMPTS = ("rewrite", "rewrite_repair", "reconstruct", "reconstruct_repair", "edit_sentence",
+           "edit_sentence_repair", "edit_flip_repair")
+#: Prompts whose few-shot examples a candidate must not repeat, per mode.
+LEAK_SOURCES = {"edit": ("edit_sentence", "triples"), "reconstruct": ("rewrite", "reconstruct", "triples")}
 
 
 @dataclass
@@ -83,6 +111,14 @@ class FieldPlan:
     final: list[Triple] = field(default_factory=list)
     raw: list[str] = field(default_factory=list)
     text: str | None = None
+    sentence_of: list[int] = field(default_factory=list)
+    principal: tuple[str, ...] = ()
+    spurious: tuple[str, ...] = ()
+    votes: dict[str, int] = field(default_factory=dict)
+    keep: list[str] = field(default_factory=list)
+    edits: list[SentenceEdit] = field(default_factory=list)
+    others: list[str] = field(default_factory=list)
+    flip: dict[str, Any] | None = None
 
     @property
     def to_rewrite(self) -> list[int]:
@@ -99,6 +135,9 @@ class FieldPlan:
             "order": self.order,
             "final_triples": [list(t) for t in self.final],
             "raw": [r[:4000] for r in self.raw],
+            "keep": self.keep,
+            "edits": [e.to_dict() for e in self.edits],
+            "flip_repair": self.flip,
         }
 
 
@@ -113,12 +152,21 @@ class Slot:
     keep_words: list[str]
     error: dict[str, Any] | None = None
     attempt: int = 0
+    repairs: dict[str, int] = field(default_factory=dict)
+    mode: str = "edit"
 
-    def fail(self, step: str, message: str, *, retriable: bool, hint: str = "", quality: bool = False) -> None:
-        """Record the first failure; ``quality``: the LLM answered, but unusably (a retry varies the seed)."""
+    def fail(self, step: str, message: str, *, retriable: bool, hint: str = "", quality: bool = False,
+             reason: str = "") -> None:
+        """Record the first failure; ``quality``: the LLM answered, but unusably (a retry varies the seed).
+
+        ``reason`` is a short key (``"missing words"``, ``"prompt leak"``, ``"unchanged"``, …).
+        """
         if self.error is None:
             self.error = {"step": step, "message": message, "hint": hint, "retriable": retriable,
-                          "quality": quality}
+                          "quality": quality, "reason": reason or ("transport" if not quality else "unusable")}
+
+    def repaired(self, kind: str, n: int = 1) -> None:
+        self.repairs[kind] = self.repairs.get(kind, 0) + n
 
 
 @dataclass
@@ -242,19 +290,24 @@ def generate_counterbias(
             votes = _votes(project, dataset, vote_set, vote_set_id is not None, ids)
             slots, result.skipped = _plan(project, dataset, ids, votes, settings, key, fields)
             mapping = _gender_mapping() if settings.swap_gender else {}
+            members = list(judge) if judge is not None else list(vote_set["params"].get("models") or [])
+            guard = LeakGuard.from_prompts(LEAK_SOURCES[settings.mode])
+            label_fn = _judge_fn(project, members, token) if settings.mode == "edit" and settings.repair_flip else None
             gen_progress = scaled(progress, 0.3, 0.9)
             gen_started = time.perf_counter()
             for start in range(0, len(slots), chunk_size):
                 token.raise_if_cancelled()
                 chunk = slots[start : start + chunk_size]
-                _run_chunk(client, chunk, dataset, settings, mapping, token)
+                if settings.mode == "edit":
+                    _edit_chunk(client, chunk, dataset, settings, mapping, token, guard, label_fn)
+                else:
+                    _run_chunk(client, chunk, dataset, settings, mapping, token, guard)
                 created, failed = project.writer.run(_store_slots, run.id, chunk, key, llm_config, vote_set["id"])
                 result.created.extend(created)
                 result.failed.extend(failed)
                 done = start + len(chunk)
                 gen_progress(done / max(len(slots), 1),
                              f"counterbias: {done}/{len(slots)} candidates{_rate(done, gen_started, len(slots))}")
-            members = list(judge) if judge is not None else list(vote_set["params"].get("models") or [])
             if members and result.created:
                 from engine.counterbias.verify import judge_candidates
 
@@ -268,6 +321,18 @@ def generate_counterbias(
             run.result = summary = result.summary()
             run.message = f"{summary['created']} candidates, {summary['failed']} failed"
     return result
+
+
+def _judge_fn(project: Project, members: Sequence[str], token: CancelToken) -> Any:
+    """Majority labels of candidate rows by ``members`` (``None`` without members)."""
+    if not members:
+        return None
+    from engine.counterbias.verify import ensemble_labels
+
+    def labels(rows: list[dict[str, Any]]) -> list[str]:
+        return ensemble_labels(project, members, rows, cancel=token)
+
+    return labels
 
 
 def _vote_source(project: Project, dataset: DatasetInfo, vote_set_id: int | None) -> dict[str, Any]:
@@ -321,11 +386,14 @@ def _plan(project: Project, dataset: DatasetInfo, ids: Sequence[int], votes: dic
                     skipped += 1
                     continue
                 # after an unusable answer the same request would only hit the cache: vary it
-                slot = Slot(row, target, sample, [], [], attempt=attempt + 1 if quality else attempt)
+                slot = Slot(row, target, sample, [], [], attempt=attempt + 1 if quality else attempt,
+                            mode=settings.mode)
                 for name in fields:
-                    triples = [t for sentence in stored.get(name, []) for t in sentence]
+                    sentences = stored.get(name, [])
+                    triples = [t for sentence in sentences for t in sentence]
                     vote = votes.get((int(row["id"]), name))
-                    plan = FieldPlan(name, row.get(name) or "", triples, [])
+                    plan = FieldPlan(name, row.get(name) or "", triples, [],
+                                     sentence_of=[i for i, sentence in enumerate(sentences) for _ in sentence])
                     slot.fields.append(plan)
                     if vote is None:
                         slot.fail("vote", f"Example {row['id']} ({name}) has no principal/spurious words yet.",
@@ -335,6 +403,8 @@ def _plan(project: Project, dataset: DatasetInfo, ids: Sequence[int], votes: dic
                         slot.fail("triples", f"Example {row['id']} ({name}) has no triples.", retriable=True,
                                   hint="The triple step failed for it; generate again to retry.")
                         continue
+                    plan.principal, plan.spurious = tuple(vote.principal), tuple(vote.spurious)
+                    plan.votes = dict(vote.votes)
                     plan.categories = categorize(triples, vote.principal, vote.spurious)
                     if "principal" not in plan.categories:
                         plan.fallback = True
@@ -373,8 +443,19 @@ def _params(settings: GenerateSettings, slot: Slot) -> dict[str, Any]:
             "max_tokens": settings.max_tokens}
 
 
+def _keep_words(text: str, plan: FieldPlan, mapping: dict[str, str]) -> list[str]:
+    """The spurious words of ``text`` as written there (gender-swapped when swapping), principal ones excepted."""
+    principal = {w.lower() for w in surface_words(text, plan.principal)}
+    out = []
+    for word in surface_words(text, plan.spurious):
+        if word.lower() not in principal:
+            out.append(swap_gender(word, mapping)[0] if mapping else word)
+    return out
+
+
 def _run_chunk(client: CachedClient, slots: list[Slot], dataset: DatasetInfo, settings: GenerateSettings,
-               mapping: dict[str, str], token: CancelToken) -> None:
+               mapping: dict[str, str], token: CancelToken, guard: LeakGuard | None = None) -> None:
+    """Reconstruct mode: rewrite the principal triples, arrange, write the text from the triples."""
     task = settings.task_description(dataset.labels)
     live = [(s, f) for s in slots if s.error is None for f in s.fields]
 
@@ -391,6 +472,8 @@ def _run_chunk(client: CachedClient, slots: list[Slot], dataset: DatasetInfo, se
         if problem:
             retry.append((slot, plan, request, answer, problem))
     if retry:
+        for s, _, _, _, _ in retry:
+            s.repaired("rewrite")
         repair = load_prompt("rewrite_repair")
         second = client.chat_many([ChatRequest([*req.messages, {"role": "assistant", "content": ans.text},
                                                 *repair.render(count=str(len(p.to_rewrite)), problem=problem,
@@ -416,6 +499,7 @@ def _run_chunk(client: CachedClient, slots: list[Slot], dataset: DatasetInfo, se
                     plan.swaps.extend(found)
                 current = swapped
             plan.order = arrange(plan.categories, rng, shuffle=settings.shuffle, drop_prob=settings.drop_prob)
+            plan.keep = _keep_words(plan.original, plan, mapping)
             plan.final = [current[i] for i in plan.order]
 
     # 3. reconstruct the text from the ordered triples
@@ -426,7 +510,7 @@ def _run_chunk(client: CachedClient, slots: list[Slot], dataset: DatasetInfo, se
     answers = client.chat_many(requests, cancel=token).results
     retry = []
     for (slot, plan), request, answer in zip(live, requests, answers, strict=True):
-        problem = _take_text(slot, plan, answer, dataset.labels, final=False)
+        problem = _take_text(slot, plan, answer, dataset.labels, final=False, guard=guard)
         if problem:
             retry.append((slot, plan, request, answer, problem))
     if retry:
@@ -435,7 +519,201 @@ def _run_chunk(client: CachedClient, slots: list[Slot], dataset: DatasetInfo, se
                                                 *repair.render(problem=problem)], req.params)
                                    for _, _, req, ans, problem in retry], cancel=token).results
         for (slot, plan, _, _, _), answer in zip(retry, second, strict=True):
-            _take_text(slot, plan, answer, dataset.labels, final=True)
+            slot.repaired("reconstruct")
+            _take_text(slot, plan, answer, dataset.labels, final=True, guard=guard)
+
+
+# ---------------------------------------------------------------------------- edit mode
+
+#: Principal words counted as the strongest: those with the most votes, at most this many.
+STRONGEST = 3
+
+
+def _chosen_sentences(plan: FieldPlan, sentences: Sequence[str]) -> list[int]:
+    """Sentences to rewrite: those holding a principal triple; else those holding a principal word; else all."""
+    chosen = sorted({plan.sentence_of[i] for i, c in enumerate(plan.categories)
+                     if c == "principal" and i < len(plan.sentence_of)} & set(range(len(sentences))))
+    if not chosen:
+        chosen = [i for i, s in enumerate(sentences) if surface_words(s, plan.principal)]
+    return chosen or list(range(len(sentences)))
+
+
+def _plan_edits(slot: Slot, plan: FieldPlan, mapping: dict[str, str]) -> tuple[str, list[tuple[int, int]]] | None:
+    """Fill ``plan.edits`` (the sentences to rewrite, gender-swapped); return the text's base and spans."""
+    sentences = split_sentences(plan.original)
+    if not sentences:
+        slot.fail("edit", f"Example {slot.example['id']} ({plan.field}) has no sentence to edit.", retriable=False,
+                  reason="no sentence")
+        return None
+    base, spans = sentence_spans(plan.original, sentences)
+    raw = [base[a:b] for a, b in spans]
+    swapped = []
+    for sentence in raw:
+        new, found = swap_gender(sentence, mapping) if mapping else (sentence, [])
+        swapped.append(new)
+        plan.swaps.extend(found)
+    plan.others = list(swapped)
+    for i in _chosen_sentences(plan, raw):
+        change = surface_words(swapped[i], plan.principal)
+        gendered = [b for a, b in (swap_gender(raw[i], mapping)[1] if mapping else [])]
+        keep = list(dict.fromkeys([*_keep_words(raw[i], plan, mapping), *gendered]))
+        keep = [w for w in keep if w.lower() not in {c.lower() for c in change}]
+        plan.edits.append(SentenceEdit(i, raw[i], swapped[i], change, keep))
+    plan.keep = list(dict.fromkeys(w for e in plan.edits for w in e.keep))
+    return base, spans
+
+
+def _edit_request(slot: Slot, plan: FieldPlan, edit: SentenceEdit, swapped: Sequence[str], task: str,
+                  labels: Sequence[str], settings: GenerateSettings) -> ChatRequest:
+    before = swapped[edit.index - 1] if edit.index > 0 else ""
+    if plan.field == "hypothesis":
+        before = f"(premise) {slot.example.get('premise') or ''}" + (f" (hypothesis) {before}" if edit.index else "")
+    after = swapped[edit.index + 1] if edit.index + 1 < len(swapped) else ""
+    messages = load_prompt("edit_sentence").render(
+        task=task, labels=", ".join(labels), before=before, sentence=edit.sentence, after=after,
+        label=str(slot.example["label"]), target=slot.target, change=", ".join(edit.change) or "(not named)",
+        keep=", ".join(edit.keep) or "(none)")
+    return ChatRequest(messages, _params(settings, slot))
+
+
+def _take_edit(slot: Slot, plan: FieldPlan, edit: SentenceEdit, answer: ChatResult | Failure, guard: LeakGuard,
+               labels: Sequence[str], *, final: bool) -> str | None:
+    """Read an edit answer into ``edit``; return the problem when a repair request should follow."""
+    if isinstance(answer, Failure):
+        slot.fail("edit", answer.message, retriable=answer.retriable, hint=answer.hint)
+        return None
+    edit.raw.append(answer.text)
+    new = clean_sentence(answer.text, edit.sentence)
+    problem = check_sentence(new, edit.sentence, edit.keep, guard=guard, original_text=plan.original, labels=labels,
+                             others=plan.others)
+    if problem is None:
+        edit.new = new
+        return None
+    edit.problems.append(problem.reason)
+    if final:
+        slot.fail("edit", f"Sentence {edit.index + 1} of the {plan.field}: {problem.message}", retriable=True,
+                  quality=True, reason=problem.reason,
+                  hint="Generate again (a retry samples anew), or use a stronger model.")
+        return None
+    return problem.message
+
+
+def _edit_chunk(client: CachedClient, slots: list[Slot], dataset: DatasetInfo, settings: GenerateSettings,
+                mapping: dict[str, str], token: CancelToken, guard: LeakGuard,
+                label_fn: Any = None) -> None:
+    """Edit mode: rewrite the sentences holding principal triples, one request each (see the module doc)."""
+    task = settings.task_description(dataset.labels)
+    layout: dict[int, tuple[str, list[tuple[int, int]], list[str]]] = {}
+    jobs: list[tuple[Slot, FieldPlan, SentenceEdit, ChatRequest]] = []
+    for slot in slots:
+        if slot.error is not None:
+            continue
+        for plan in slot.fields:
+            found = _plan_edits(slot, plan, mapping)
+            if found is None:
+                break
+            base, spans = found
+            swapped = [swap_gender(base[a:b], mapping)[0] if mapping else base[a:b] for a, b in spans]
+            layout[id(plan)] = (base, spans, swapped)
+            jobs.extend((slot, plan, e, _edit_request(slot, plan, e, swapped, task, dataset.labels, settings))
+                        for e in plan.edits)
+    jobs = [j for j in jobs if j[0].error is None]
+
+    # 1. one request per sentence, one repair naming what was wrong
+    answers = client.chat_many([j[3] for j in jobs], cancel=token).results
+    retry = []
+    for (slot, plan, edit, request), answer in zip(jobs, answers, strict=True):
+        edit.messages = list(request.messages)
+        problem = _take_edit(slot, plan, edit, answer, guard, dataset.labels, final=False)
+        if problem:
+            retry.append((slot, plan, edit, request, answer, problem))
+    if retry:
+        repair = load_prompt("edit_sentence_repair")
+        requests = []
+        for slot, _, edit, request, answer, problem in retry:
+            slot.repaired("edit")
+            edit.messages = [*request.messages, {"role": "assistant", "content": answer.text},
+                             *repair.render(problem=problem, target=slot.target,
+                                            keep=", ".join(edit.keep) or "(none)")]
+            requests.append(ChatRequest(edit.messages, request.params))
+        second = client.chat_many(requests, cancel=token).results
+        for (slot, plan, edit, _, _, _), answer in zip(retry, second, strict=True):
+            _take_edit(slot, plan, edit, answer, guard, dataset.labels, final=True)
+
+    # 2. the candidate: the original with the edited sentences replaced
+    def build(slot: Slot) -> None:
+        for plan in slot.fields:
+            base, spans, swapped = layout[id(plan)]
+            plan.text = assemble(base, spans, {e.index: e.new for e in plan.edits if e.new is not None},
+                                 other=lambda s: swap_gender(s, mapping)[0] if mapping else s)
+
+    live = [s for s in slots if s.error is None and all(id(p) in layout for p in s.fields)]
+    for slot in live:
+        build(slot)
+    if settings.repair_flip and live:
+        _repair_flips(client, live, dataset, settings, token, guard, label_fn)
+        for slot in live:
+            build(slot)
+
+
+def _strongest(plan: FieldPlan) -> list[str]:
+    """The principal words with the most votes (at most :data:`STRONGEST`), in vote order."""
+    if not plan.principal:
+        return []
+    content = [w for w in plan.principal if w.lower() not in FUNCTION_WORDS]
+    top = max((plan.votes.get(w, 0) for w in content), default=0)
+    return [w for w in content if plan.votes.get(w, 0) == top][:STRONGEST]
+
+
+def _repair_flips(client: CachedClient, slots: list[Slot], dataset: DatasetInfo, settings: GenerateSettings,
+                  token: CancelToken, guard: LeakGuard, label_fn: Any) -> None:
+    """One repair for half-flipped candidates: strongest principal words left, or judged as the original label."""
+    judged = label_fn([{**{k: s.example.get(k) for k in ("text", "premise", "hypothesis")},
+                        **{p.field: p.text for p in s.fields}} for s in slots]) if label_fn else [None] * len(slots)
+    repair = load_prompt("edit_flip_repair")
+    jobs = []
+    for slot, label in zip(slots, judged, strict=True):
+        original_label = str(slot.example["label"])
+        for plan in slot.fields:
+            strongest = {w.lower() for w in surface_words(plan.original, _strongest(plan))}
+            left = {e.index: [w for w in e.change if w.lower() in strongest and e.new and has_word(e.new, w)]
+                    for e in plan.edits}
+            words = sorted({w for ws in left.values() for w in ws})
+            as_original = label is not None and label == original_label
+            if not words and not as_original:
+                continue
+            why = []
+            if words:
+                why.append("The words " + ", ".join(f'"{w}"' for w in words) + " are still there.")
+            if as_original:
+                why.append(f"A classifier still reads it as {original_label}.")
+            plan.flip = {"words": words, "judged": label, "repaired": [], "rejected": []}
+            targets = [e for e in plan.edits if left[e.index]] or [e for e in plan.edits if e.new]
+            for edit in targets:
+                named = left[edit.index] or [w for w in edit.change if w.lower() not in FUNCTION_WORDS]
+                edit.messages = [*edit.messages, {"role": "assistant", "content": edit.raw[-1] if edit.raw else ""},
+                                 *repair.render(label=original_label, why=" ".join(why), words=", ".join(f'"{w}"' for w in named)
+                                                or "the words that carry the opinion", target=slot.target,
+                                                keep=", ".join(edit.keep) or "(none)")]
+                jobs.append((slot, plan, edit, ChatRequest(edit.messages, _params(settings, slot))))
+    if not jobs:
+        return
+    answers = client.chat_many([j[3] for j in jobs], cancel=token).results
+    for (slot, plan, edit, _), answer in zip(jobs, answers, strict=True):
+        slot.repairs["flip"] = 1
+        if isinstance(answer, Failure):  # like any other request: the slot fails, the next run retries it
+            slot.fail("flip repair", answer.message, retriable=answer.retriable, hint=answer.hint)
+            continue
+        edit.raw.append(answer.text)
+        new = clean_sentence(answer.text, edit.sentence)
+        problem = check_sentence(new, edit.sentence, edit.keep, guard=guard, original_text=plan.original,
+                                 labels=dataset.labels, others=plan.others)
+        if problem is None and new != edit.new:
+            edit.new = new
+            plan.flip["repaired"].append(edit.index)
+        else:
+            plan.flip["rejected"].append({"sentence": edit.index,
+                                          "reason": problem.reason if problem else "unchanged"})
 
 
 def _length_hint(plan: FieldPlan) -> int:
@@ -451,7 +729,7 @@ def _edited_words(plan: FieldPlan) -> list[str]:
 
 
 def _take_text(slot: Slot, plan: FieldPlan, answer: ChatResult | Failure, labels: Sequence[str], *,
-               final: bool) -> str | None:
+               final: bool, guard: LeakGuard | None = None) -> str | None:
     """Read a reconstruct answer into ``plan``; return the problem when a repair request should follow."""
     if isinstance(answer, Failure):
         slot.fail("reconstruct", answer.message, retriable=answer.retriable, hint=answer.hint)
@@ -460,8 +738,19 @@ def _take_text(slot: Slot, plan: FieldPlan, answer: ChatResult | Failure, labels
     text, problem = clean_reconstruction(answer.text, plan.original, facts=plan.final, labels=labels,
                                          edited=_edited_words(plan))
     plan.text = text
+    reason = "unusable"
+    if problem is None:
+        missing = missing_words(text, plan.keep)
+        leaked = guard.find(text, plan.original) if guard is not None else None
+        if missing:
+            reason = "missing words"
+            problem = ("The answer leaves out words that must stay exactly as they are: "
+                       + ", ".join(f'"{w}"' for w in missing) + ".")
+        elif leaked:
+            reason = "prompt leak"
+            problem = f'The answer copies "{leaked}" from the examples, which do not belong to this text.'
     if problem and final:
-        slot.fail("reconstruct", problem, retriable=True, quality=True,
+        slot.fail("reconstruct", problem, retriable=True, quality=True, reason=reason,
                   hint="Generate again (a retry samples anew), or use a stronger model.")
         return None
     return problem
@@ -583,6 +872,9 @@ def _store_slots(conn: sqlite3.Connection, run_id: int, slots: Sequence[Slot], k
             "backend": llm.backend, "model": llm.model, "keep_words": slot.keep_words,
             "fields": [p.to_dict() for p in slot.fields], "original_label": slot.example["label"],
             "generated": {p.field: p.text for p in slot.fields}, "error": slot.error, "attempt": slot.attempt,
+            "mode": slot.mode, "repairs": slot.repairs,
+            "edit_distance": {p.field: round(word_edit_distance(p.original, p.text), 4)
+                              for p in slot.fields if p.text is not None and not slot.error},
         }
         status = "failed" if slot.error else "proposed"
         cursor = conn.execute(

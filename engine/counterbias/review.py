@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from engine.store.project import Project
 
 __all__ = ["CandidateState", "ExampleTriples", "ReviewError", "STATUSES", "SentenceTriples", "candidate_rows",
-           "example_triples", "load_candidate", "set_decision", "token_usage"]
+           "edit_distance", "example_triples", "load_candidate", "set_decision", "token_usage"]
 
 #: Review states of a candidate (``failed`` ones cannot be decided on).
 STATUSES = ("proposed", "accepted", "rejected")
@@ -90,6 +90,21 @@ def edited_field(candidate: dict[str, Any]) -> str:
     """The text field a candidate changed (``text``, or ``hypothesis``/``premise``)."""
     generated = candidate["meta"].get("generated") or {}
     return next(iter(generated), "text")
+
+
+def edit_distance(candidate: dict[str, Any], original: dict[str, Any]) -> float | None:
+    """Word-level edit distance of a candidate's edited field (its current text) to the original's.
+
+    ``None`` for a failed candidate (no text). The same measure is stored at generation in
+    ``meta.edit_distance``; this one follows the analyst's edits.
+    """
+    from engine.text.distance import word_edit_distance
+
+    field = edited_field(candidate)
+    text = candidate.get(field)
+    if candidate.get("status") == "failed" or text is None:
+        return None
+    return round(word_edit_distance(original.get(field) or "", text), 4)
 
 
 def set_decision(project: Project, candidate_id: int, status: str, text: str | None = None) -> CandidateState:

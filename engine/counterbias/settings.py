@@ -11,7 +11,10 @@ from typing import Any
 
 from engine.errors import CounterbiasError
 
-__all__ = ["GenerateSettings", "GenerationConfigError", "targets_for"]
+__all__ = ["MODES", "GenerateSettings", "GenerationConfigError", "targets_for"]
+
+#: Generation modes: edit-preserving (default) and the paper's full reconstruction.
+MODES = ("edit", "reconstruct")
 
 
 class GenerationConfigError(CounterbiasError):
@@ -26,6 +29,16 @@ class GenerateSettings:
 
     Parameters
     ----------
+    mode
+        ``"edit"`` (default): edit-preserving — only the sentences holding a principal triple
+        are rewritten, one LLM request each, and every other sentence is kept byte for byte
+        (up to the gender swap); ``"reconstruct"``: the paper's full reconstruction (rewrite the
+        principal triples, shuffle/drop normal ones, write the whole text from the triples).
+        Both check that the spurious words survive.
+    repair_flip
+        Edit mode: a candidate still reading as the original label (its strongest principal
+        words still there, or the ensemble judging it as the original label) gets one repair
+        request naming the remaining words before it is stored.
     targets
         ``"other"``: binary tasks get the other label, multi-class tasks every other label
         (same as ``"each"``); ``"each"``; or a comma-separated list of label names.
@@ -34,7 +47,8 @@ class GenerateSettings:
     temperature, seed, max_tokens
         Sampling of the rewrite and reconstruct calls.
     shuffle, drop_prob
-        Shuffle the normal triples; drop each with this probability (seeded per candidate).
+        Reconstruct mode: shuffle the normal triples; drop each with this probability (seeded
+        per candidate).
     swap_gender
         Swap gendered words with the bundled pair lists.
     fields
@@ -44,6 +58,8 @@ class GenerateSettings:
         A short task description for the prompts (default: guessed from the labels).
     """
 
+    mode: str = "edit"
+    repair_flip: bool = True
     targets: str = "other"
     samples: int = 1
     temperature: float = 0.7
@@ -56,6 +72,8 @@ class GenerateSettings:
     task: str | None = None
 
     def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise GenerationConfigError(f"Unknown generation mode {self.mode!r}.", "Use 'edit' or 'reconstruct'.")
         if self.samples < 1 or self.samples > 50:
             raise GenerationConfigError(f"samples must be 1-50, got {self.samples}.", "Use e.g. 1 to 5 samples.")
         if not 0.0 <= self.drop_prob < 1.0:

@@ -34,7 +34,7 @@ from engine.progress import CancelToken, ProgressFn, ensure_token, no_progress
 if TYPE_CHECKING:
     from engine.store.project import Project
 
-__all__ = ["CandidateFilter", "flip_rates", "judge_candidates"]
+__all__ = ["CandidateFilter", "ensemble_labels", "flip_rates", "judge_candidates"]
 
 
 @dataclass(frozen=True)
@@ -122,7 +122,8 @@ def judge_candidates(
         majority = tied[0] if len(tied) == 1 else (row["target_label"] if row["target_label"] in tied else tied[0])
         edited = list((meta.get("generated") or {}).keys()) or ["text", "premise", "hypothesis"]
         text = " ".join(row.get(f) or "" for f in edited)
-        keep = list(meta.get("keep_words") or [])
+        swapped = {str(a).lower() for f in meta.get("fields") or [] for a, _ in f.get("gender_swaps") or []}
+        keep = [w for w in meta.get("keep_words") or [] if w.lower() not in swapped]  # swapped on purpose
         missing = [w for w in keep if w not in matched_words(text, keep)]
         scores = {
             "judge": {
@@ -159,3 +160,32 @@ def flip_rates(scores: Sequence[dict[str, Any]]) -> dict[str, float]:
         "slfr": sum(bool(s["judge"]["left_original"]) for s in judged) / n,
         "spurious_kept": sum(bool(s.get("spurious_kept")) for s in judged) / n,
     }
+
+
+def ensemble_labels(project: Project, members: Sequence[str], rows: Sequence[dict[str, Any]], *,
+                    batch_size: int = 32, cancel: CancelToken | None = None) -> list[str]:
+    """The ensemble's majority label of each row (``text`` or ``premise``/``hypothesis``).
+
+    Ties go to the label with the highest mean probability among the tied ones. Used by
+    generation to find half-flipped candidates before they are stored.
+    """
+    from engine.models.predict import predict
+    from engine.models.store import get_model
+
+    if not rows or not members:
+        return []
+    counts = [Counter() for _ in rows]
+    mass = [Counter() for _ in rows]
+    for name in members:
+        info = get_model(project, name)
+        probs = predict(project, name, _texts(rows, info.fields), batch_size=batch_size, cancel=cancel)
+        labels = list(info.labels)
+        for j in range(len(rows)):
+            counts[j][labels[int(probs[j].argmax())]] += 1
+            for k, label in enumerate(labels):
+                mass[j][label] += float(probs[j, k])
+    out = []
+    for count, total in zip(counts, mass, strict=True):
+        top = max(count.values())
+        out.append(max((label for label, n in count.items() if n == top), key=lambda label: total[label]))
+    return out

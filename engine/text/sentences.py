@@ -15,7 +15,7 @@ import re
 
 from engine.text import nlp
 
-__all__ = ["clean_text", "split_sentences", "splitter_name"]
+__all__ = ["clean_text", "sentence_spans", "split_sentences", "splitter_name"]
 
 _BREAK = re.compile(r"<br\s*/?>", re.IGNORECASE)
 _ABBREVIATIONS = ("Mr", "Mrs", "Ms", "Dr", "St", "Jr", "Sr", "vs", "e.g", "i.e", "etc", "No", "Vol")
@@ -61,3 +61,36 @@ def split_sentences(text: str) -> list[str]:
 def splitter_name() -> str:
     """``"spacy-senter"`` or ``"regex"``: which splitter :func:`split_sentences` uses."""
     return "spacy-senter" if nlp.load_spacy() is not None else "regex"
+
+
+def _pattern(sentence: str) -> re.Pattern[str]:
+    """A sentence as a pattern that also matches its raw form (runs of spaces, ``<br />``)."""
+    gap = r"(?:\s|<br\s*/?>)+"
+    return re.compile(gap.join(re.escape(chunk) for chunk in sentence.split()), re.IGNORECASE)
+
+
+def sentence_spans(text: str, sentences: list[str] | None = None) -> tuple[str, list[tuple[int, int]]]:
+    """Where each sentence of :func:`split_sentences` lies in ``text``: ``(base, spans)``.
+
+    ``base`` is ``text`` itself when every sentence is found in it, in order (the usual case:
+    spans then index the raw text, so replacing a span keeps every other byte); else the
+    :func:`clean_text` form of ``text``, in which the sentences always lie.
+
+    Examples
+    --------
+    >>> sentence_spans("Good cast.  Bad  plot!")
+    ('Good cast.  Bad  plot!', [(0, 10), (12, 22)])
+    """
+    sentences = split_sentences(text) if sentences is None else sentences
+    for base in (text or "", clean_text(text)):
+        spans: list[tuple[int, int]] = []
+        start = 0
+        for sentence in sentences:
+            found = _pattern(sentence).search(base, start)
+            if found is None:
+                break
+            spans.append(found.span())
+            start = found.end()
+        if len(spans) == len(sentences):
+            return base, spans
+    raise ValueError("sentences are not part of the text")  # split_sentences only cuts clean_text

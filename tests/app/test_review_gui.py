@@ -111,6 +111,7 @@ def test_generate_review_undo_and_augment(window, qtbot, server):
     run = project.db.execute("SELECT params FROM runs WHERE kind = 'generate' ORDER BY id DESC").fetchone()
     used = json.loads(run[0])["settings"]
     assert (used["seed"], used["drop_prob"], used["shuffle"], used["swap_gender"]) == (7, 0.0, False, False)
+    assert used["mode"] == "edit"  # the default: edited sentences, the rest of the text kept
     assert ctl.last_usage is not None and ctl.last_usage.total_tokens > 0
     assert "project total" in panel.tokens_label.text()
 
@@ -129,6 +130,10 @@ def test_generate_review_undo_and_augment(window, qtbot, server):
     panel.select_candidate(proposed[0]["id"])
     html = panel.detail.html_source
     assert "Ensemble judge" in html and "P(target)" in html
+    # the edit distance to the original, in the detail and in its own column
+    assert "Edit distance" in html
+    cell = panel.model.index(panel.model.row_of(proposed[0]["id"]), panel.model.EDIT).data()
+    assert cell != "—" and 0.0 < float(cell) <= 1.0
     assert "line-through" in html or "#dcf5dc" in html  # the word diff
 
     # keyboard review: a, down, x, e

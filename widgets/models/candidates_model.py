@@ -40,8 +40,17 @@ def edited_field(candidate: dict[str, Any]) -> str:
     return next(iter(generated), "text")
 
 
+def _distance(cand: dict[str, Any]) -> float | None:
+    """The candidate's edit distance: as the controller computed it, else as stored at generation."""
+    if cand.get("edit_distance") is not None:
+        return float(cand["edit_distance"])
+    stored = (cand.get("meta") or {}).get("edit_distance") or {}
+    value = stored.get(edited_field(cand))
+    return None if value is None or cand.get("status") == "failed" else float(value)
+
+
 class CandidatesTableModel(RowListModel[dict[str, Any]]):
-    """Candidates: ID, Example, Target, Status, Flipped, P(target), Spurious kept, Text.
+    """Candidates: ID, Example, Target, Status, Flipped, P(target), Spurious kept, Edit distance, Text.
 
     Parameters
     ----------
@@ -49,8 +58,8 @@ class CandidatesTableModel(RowListModel[dict[str, Any]]):
         Owning QObject.
     """
 
-    ID, EXAMPLE, TARGET, STATUS, FLIPPED, PROB, KEPT, TEXT = range(8)
-    HEADERS = ("ID", "Example", "Target", "Status", "Flipped", "P(target)", "Kept", "Candidate text")
+    ID, EXAMPLE, TARGET, STATUS, FLIPPED, PROB, KEPT, EDIT, TEXT = range(9)
+    HEADERS = ("ID", "Example", "Target", "Status", "Flipped", "P(target)", "Kept", "Edit", "Candidate text")
 
     #: The candidate id (int).
     CandidateIdRole = Qt.ItemDataRole.UserRole + 1
@@ -108,7 +117,7 @@ class CandidatesTableModel(RowListModel[dict[str, Any]]):
             return QBrush(STATUS_COLORS.get(cand["status"], STATUS_COLORS["proposed"]))
         if role == Qt.ItemDataRole.ForegroundRole and self._greyed(cand):
             return QBrush(_GREY)
-        if role == Qt.ItemDataRole.TextAlignmentRole and column in (self.ID, self.EXAMPLE, self.PROB):
+        if role == Qt.ItemDataRole.TextAlignmentRole and column in (self.ID, self.EXAMPLE, self.PROB, self.EDIT):
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         return None
 
@@ -138,6 +147,9 @@ class CandidatesTableModel(RowListModel[dict[str, Any]]):
             if "spurious_kept" not in scores:
                 return "—"
             return "yes" if scores["spurious_kept"] else "no"
+        if column == self.EDIT:
+            distance = _distance(cand)
+            return "—" if distance is None else f"{distance:.2f}"
         if column == self.TEXT:
             if cand["status"] == "failed":
                 error = (cand.get("meta") or {}).get("error") or {}
@@ -154,6 +166,9 @@ class CandidatesTableModel(RowListModel[dict[str, Any]]):
             return -1 if "flipped" not in judge else int(bool(judge["flipped"]))
         if column == self.KEPT:
             return -1 if "spurious_kept" not in scores else int(bool(scores["spurious_kept"]))
+        if column == self.EDIT:
+            distance = _distance(cand)
+            return -1.0 if distance is None else distance
         value = self._display(cand, column)
         return value.casefold() if isinstance(value, str) else value
 
@@ -164,6 +179,9 @@ class CandidatesTableModel(RowListModel[dict[str, Any]]):
         if column == self.KEPT and "spurious_kept" in (cand.get("scores") or {}):
             missing = cand["scores"].get("missing_spurious") or []
             return "every spurious word kept" if not missing else f"spurious words lost: {', '.join(missing)}"
+        if column == self.EDIT:
+            return ("Word-level edit distance to the original: the share of words changed "
+                    "(0 = unchanged; human counterfactual revisions ≈ 0.2)")
         if column == self.STATUS and self._greyed(cand):
             return "proposed, but fails the filter (label not flipped or a spurious word lost)"
         return None

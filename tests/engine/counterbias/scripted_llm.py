@@ -31,9 +31,42 @@ def _rewrite(line: str) -> str:
     return f"{parts[0]} | {parts[1]} | not {parts[2]}"
 
 
+def edit_sentence(sentence: str, keep: tuple[str, ...] = ()) -> str:
+    """Flip a known opinion word of a sentence (not one of ``keep``); else negate its first ``is``/``was``/``are``."""
+    flips = [w for w in FLIP if w not in {k.lower() for k in keep}]
+    flipped = re.sub(r"\b(" + "|".join(flips) + r")\b", lambda m: FLIP[m.group(1)], sentence) if flips else sentence
+    if flipped != sentence:
+        return flipped
+    negated = re.sub(r"\b(is|was|are|were)\b", r"\1 not", sentence, count=1)
+    return negated if negated != sentence else "Not really: " + sentence
+
+
+def words_to_keep(body: dict[str, Any]) -> tuple[str, ...]:
+    """The "Words to copy exactly" of the (last) edit-mode request."""
+    users = [m["content"] for m in body.get("messages", []) if m.get("role") == "user"]
+    asked = [u for u in users if "Words to copy exactly:" in u and "Make the sentence read as:" in u]
+    if not asked:
+        return ()
+    line = asked[-1].split("Words to copy exactly:", 1)[1].split("\n", 1)[0]
+    return tuple(w.strip() for w in line.split(",") if w.strip() and w.strip() != "(none)")
+
+
+def sentence_to_edit(body: dict[str, Any]) -> str | None:
+    """The sentence of the (first) edit-mode request in a conversation, or ``None``."""
+    users = [m["content"] for m in body.get("messages", []) if m.get("role") == "user"]
+    asked = [u for u in users if "Sentence to edit:" in u and "Make the sentence read as:" in u]
+    if not asked:
+        return None
+    return asked[-1].split("Sentence to edit:", 1)[1].split("\n", 1)[0].strip()
+
+
 def scripted_reply(body: dict[str, Any]) -> str:
-    """Triples for ``Sentence:``, flipped lines for ``Facts to edit:``, a sentence for ``Facts, in order:``."""
+    """Triples for ``Sentence:``, flipped lines for ``Facts to edit:``, a sentence for ``Facts, in order:``,
+    an edited sentence for ``Sentence to edit:`` (edit mode, repairs included)."""
     user = _last_user(body)
+    sentence = sentence_to_edit(body)
+    if sentence is not None:
+        return edit_sentence(sentence, words_to_keep(body))
     if "Facts to edit:" in user:
         lines = user.split("Facts to edit:", 1)[1].strip().splitlines()
         return "\n".join(_rewrite(line) for line in lines)

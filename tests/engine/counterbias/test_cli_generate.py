@@ -34,6 +34,16 @@ def test_generate_decide_augment_export(voted_project, stub, capsys, tmp_path):
     # a second augment with the same name is a named error
     assert main(["-q", "augment", path, "reviews", "--name", "reviews-aug"]) == EXIT_USER_ERROR
 
+    # the paper's reconstruction is a setting (a new settings key: six more candidates)
+    capsys.readouterr()
+    assert main(["-q", "generate", path, "reviews", "--limit", "6", "--mode", "reconstruct", "--drop-prob", "0",
+                 *llm]) == EXIT_OK
+    out = json.loads(capsys.readouterr().out)
+    assert out["created"] + out["failed"] == 6
+    assert main(["-q", "candidates", path, "reviews", "--status", "proposed"]) == EXIT_OK
+    modes = [json.loads(line)["meta"].get("mode") for line in capsys.readouterr().out.splitlines()]
+    assert modes.count("edit") == 3 and modes.count("reconstruct") == out["created"]
+
 
 def test_generate_without_a_vote_says_what_to_do(project, tmp_path, capsys, stub):
     src = tmp_path / "d.csv"

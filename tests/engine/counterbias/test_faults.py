@@ -46,7 +46,7 @@ def test_faults_are_recorded_per_item_and_retried(voted_project, stub):
     assert failed, "the plan injects faults, some slots must fail"
     assert len(first.created) + len(first.failed) == 10 == len(rows)
     assert all(r["meta"]["error"]["retriable"] and r["meta"]["error"]["message"] for r in failed)
-    assert {r["meta"]["error"]["step"] for r in failed} <= {"triples", "rewrite", "reconstruct"}
+    assert {r["meta"]["error"]["step"] for r in failed} <= {"triples", "edit", "flip repair"}
     assert any(b != "ok" for b in first_answer.values())
 
     # Retrying can meet a new fault at a later step (a retried rewrite leads to a first
@@ -71,7 +71,7 @@ def _debug(rows):
 
 
 def test_unusable_answers_are_retried_with_a_new_seed(voted_project, stub):
-    """A rewrite that changes nothing fails the slot (after one repair); the retry samples anew."""
+    """A rewrite that changes nothing fails the slot (after one repair); the retry samples anew (reconstruct mode)."""
     sent: list[dict] = []
 
     def reply(body):
@@ -86,7 +86,7 @@ def test_unusable_answers_are_retried_with_a_new_seed(voted_project, stub):
     project = voted_project
     dataset = project.dataset("reviews")
     config = LLMConfig(backend="openai", model="stub", base_url=server.base_url)
-    settings = GenerateSettings(drop_prob=0.0, temperature=0.0)
+    settings = GenerateSettings(mode="reconstruct", drop_prob=0.0, temperature=0.0)
     first = generate_counterbias(project, dataset.id, None, config, settings=settings, judge=())
     assert len(first.failed) == 10 and not first.created
     rows = candidate_rows(project, dataset_id=dataset.id)

@@ -64,7 +64,8 @@ def test_nli_edits_the_hypothesis_for_every_other_label(nli_project, stub, tmp_p
     dataset = project.dataset("pairs")
     config = LLMConfig(backend="openai", model="stub", base_url=server.base_url)
     result = generate_counterbias(project, dataset.id, None, config, settings=GenerateSettings(drop_prob=0.0))
-    assert not result.failed
+    assert not result.failed, [r["meta"]["error"] for r in candidate_rows(project, dataset_id=dataset.id)
+                               if r["status"] == "failed"]
     rows = candidate_rows(project, dataset_id=dataset.id)
     originals = {e["id"]: e for e in project.examples([r["example_id"] for r in rows])}
     assert len(rows) == 9 * 2  # three labels: each other label is a target
@@ -79,9 +80,9 @@ def test_nli_edits_the_hypothesis_for_every_other_label(nli_project, stub, tmp_p
         assert steps[0]["triples"] and len(steps[0]["categories"]) == len(steps[0]["triples"])
         assert r["hypothesis"]
         assert set(r["scores"]["judge"]["members"]) == {f"n:{b}" for b in TINY}
-    # the rewrite prompt saw the premise as context
-    rewrite = [b for b in seen if "Facts to edit:" in b["messages"][-1]["content"]]
-    assert rewrite and all("Premise:" in b["messages"][-1]["content"] for b in rewrite)
+    # the edit prompt saw the premise as context, and only the hypothesis was edited
+    edits = [b for b in seen if "Sentence to edit:" in b["messages"][-1]["content"]]
+    assert edits and all("(premise)" in b["messages"][-1]["content"] for b in edits)
 
     # premise-only edits are a setting too
     premise = generate_counterbias(project, dataset.id, None, config,

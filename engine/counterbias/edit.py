@@ -1,0 +1,199 @@
+"""Edit-preserving counterbias, the pure part: which sentences to edit, checking and joining edits.
+
+In edit mode a candidate is the original text with only the sentences that hold a principal
+triple replaced; every other byte (other sentences, spaces, line breaks) is kept. Each edited
+sentence is checked before it is used (:func:`check_sentence`): it must differ from the
+sentence, stay about as long, contain the sentence's spurious and gendered words verbatim, and
+repeat nothing of the prompts' few-shot examples (:class:`~engine.counterbias.leak.LeakGuard`).
+
+Everything here works on plain strings: no I/O, no LLM.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.counterbias.leak import LeakGuard
+from engine.counterbias.manipulate import lemma, word_keys
+from engine.text import normalize, segment
+from engine.text.distance import word_edit_distance
+from engine.text.words import LEXICAL_KINDS
+
+__all__ = [
+    "FUNCTION_WORDS",
+    "Check",
+    "SentenceEdit",
+    "assemble",
+    "check_sentence",
+    "clean_sentence",
+    "has_word",
+    "missing_words",
+    "surface_words",
+]
+
+
+@dataclass
+class SentenceEdit:
+    """One sentence to rewrite, step by step (stored in the candidate's ``meta``)."""
+
+    index: int
+    original: str
+    sentence: str
+    change: list[str]
+    keep: list[str]
+    new: str | None = None
+    raw: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    messages: list[dict[str, str]] = field(default_factory=list, repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"index": self.index, "original": self.original, "sentence": self.sentence, "change": self.change,
+                "keep": self.keep, "new": self.new, "raw": [r[:2000] for r in self.raw], "problems": self.problems}
+
+
+@dataclass(frozen=True)
+class Check:
+    """Why an edited sentence cannot be used: ``reason`` (a short key) and ``message`` (for the LLM)."""
+
+    reason: str
+    message: str
+
+
+def surface_words(sentence: str, words: Iterable[str]) -> list[str]:
+    """The words of ``sentence`` (as written there) that match ``words`` by form or lemma, in order, once each.
+
+    Examples
+    --------
+    >>> surface_words("Loved the cast, hated the cast's hats.", ["love", "cast"])
+    ['Loved', 'cast']
+    """
+    keys = word_keys(words)
+    found: dict[str, str] = {}
+    for token in segment(sentence):
+        if token.kind not in LEXICAL_KINDS:
+            continue
+        key = normalize(token.text)
+        if key and {key, lemma(token.text)} & keys:
+            found.setdefault(key, token.text)
+    return list(found.values())
+
+
+def has_word(text: str, word: str) -> bool:
+    """Whether ``word`` occurs in ``text`` as a whole word (case-insensitive)."""
+    return re.search(rf"(?<![\w-]){re.escape(word)}(?![\w-])", text, re.IGNORECASE) is not None
+
+
+def missing_words(text: str, words: Iterable[str]) -> list[str]:
+    """The words of ``words`` that ``text`` does not contain verbatim."""
+    return [w for w in words if not has_word(text, w)]
+
+
+_LABEL = re.compile(r"^\s*(?:edited sentence|new sentence|sentence to edit|sentence|answer|output|edit)\s*:\s*",
+                    re.IGNORECASE)
+_QUOTES = "\"'\u201c\u201d\u2018\u2019`"
+
+
+def clean_sentence(answer: str, sentence: str = "") -> str:
+    """The edited sentence in an answer: first non-empty line, without a ``Sentence:`` label or outer quotes.
+
+    Outer quotes are kept when ``sentence`` (the one edited) itself starts or ends with one
+    (``"Pulp Fiction" was robbed for "Best Picture."``).
+
+    Examples
+    --------
+    >>> clean_sentence('Edited sentence: "A dull film."\\nI changed fine to dull.')
+    'A dull film.'
+    >>> clean_sentence('"Heat" was robbed.', '"Heat" was praised.')
+    '"Heat" was robbed.'
+    """
+    lines = [line.strip() for line in (answer or "").strip().splitlines()
+             if line.strip() and not line.strip().startswith("```")]
+    text = _LABEL.sub("", lines[0]).strip() if lines else ""
+    edited = sentence.strip()
+    quoted = bool(edited) and (edited[0] in _QUOTES or edited[-1] in _QUOTES)
+    if len(text) >= 2 and text[0] in _QUOTES and text[-1] in _QUOTES and not quoted:
+        text = text[1:-1].strip()
+    return text
+
+
+#: Function words never named as label words to replace (a vote may pick them; naming them misleads the LLM).
+FUNCTION_WORDS = frozenset(
+    "a an the and or but if when while as of to in on at by for with from this that these those it its is are was "
+    "were be been being do does did done have has had i you he she we they me him her us them my your his our their "
+    "so than then there here what which who whom".split())
+
+
+def _norm(text: str) -> str:
+    return " ".join(re.findall(r"\w+", text.lower()))
+
+
+#: Word-level edit distance above which an answer is a new sentence, not an edit (from 5 words on).
+MAX_SENTENCE_DISTANCE = 0.8
+
+
+def check_sentence(new: str, sentence: str, keep: Sequence[str], *, guard: LeakGuard | None = None,
+                   original_text: str = "", labels: Sequence[str] = (), others: Sequence[str] = ()) -> Check | None:
+    """Why an edited sentence cannot be used, or ``None`` when it can.
+
+    ``sentence`` is the sentence sent for editing, ``keep`` the words it must still contain,
+    ``original_text`` the whole original (phrases of it never count as a leak), ``others`` the
+    text's sentences (an answer that repeats another one of them, or is closer to another than
+    to ``sentence``, edited the wrong sentence: small models copy the context).
+
+    Examples
+    --------
+    >>> check_sentence("The cast is weak.", "The cast is strong.", ["cast"]) is None
+    True
+    >>> check_sentence("It is weak.", "The cast is strong.", ["cast"]).reason
+    'missing words'
+    """
+    if not new:
+        return Check("empty", "The answer is empty.")
+    if _norm(new) in {_norm(label) for label in labels}:
+        return Check("label only", "The answer is only a label name, not a sentence.")
+    if _norm(new) == _norm(sentence):
+        return Check("unchanged", "It repeats the sentence without changing it.")
+    if len(new) > max(3 * len(sentence), len(sentence) + 120):
+        return Check("too long", f"It is {len(new)} characters long, far longer than the sentence ({len(sentence)}).")
+    own = word_edit_distance(sentence, new)
+    for other in others:
+        if _norm(other) == _norm(sentence) or len(_norm(other).split()) < 4:
+            continue
+        if f" {_norm(other)} " in f" {_norm(new)} " or word_edit_distance(other, new) < own:
+            return Check("wrong sentence", "It copies another sentence of the text instead of editing the sentence "
+                         "to edit.")
+    if len(_norm(sentence).split()) >= 5 and own > MAX_SENTENCE_DISTANCE:
+        return Check("not an edit", "It replaces the whole sentence; keep its words and change only the few "
+                     "that decide the label.")
+    missing = missing_words(new, keep)
+    if missing:
+        return Check("missing words", "It leaves out words that must stay exactly as they are: "
+                     + ", ".join(f'"{w}"' for w in missing) + ".")
+    if guard is not None:
+        leaked = guard.find(new, original_text)
+        if leaked:
+            return Check("prompt leak", f'It copies "{leaked}" from the examples, which do not belong to this text.')
+    return None
+
+
+def assemble(base: str, spans: Sequence[tuple[int, int]], replacements: Mapping[int, str],
+             other: Callable[[str], str] = lambda s: s) -> str:
+    """``base`` with sentence ``i`` (at ``spans[i]``) replaced by ``replacements[i]``; others through ``other``.
+
+    Text between and around sentences is kept byte for byte.
+
+    Examples
+    --------
+    >>> assemble("Good cast.  Bad plot!", [(0, 10), (12, 21)], {1: "Fine plot!"})
+    'Good cast.  Fine plot!'
+    """
+    out, last = [], 0
+    for i, (start, end) in enumerate(spans):
+        out.append(base[last:start])
+        out.append(replacements[i] if i in replacements else other(base[start:end]))
+        last = end
+    out.append(base[last:])
+    return "".join(out)

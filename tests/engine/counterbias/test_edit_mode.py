@@ -1,0 +1,191 @@
+"""Edit-preserving generation (the default mode) against the scripted loopback LLM server.
+
+A real project file with the tiny trained ensemble; a dataset of multi-sentence reviews whose
+principal/spurious words are stored as a vote set by hand, so that which sentence holds the
+principal triple is known. Checks: untouched sentences stay byte-identical, dropped spurious
+words are caught and repaired (or recorded as a failure), prompt leaks are refused, a half
+flip is repaired once, and the reconstruct mode still works with the same checks.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+
+from engine.counterbias import GenerateSettings, candidate_rows, generate_counterbias
+from engine.counterbias.leak import LeakGuard
+from engine.llm.config import LLMConfig
+from engine.store.schema import now
+from engine.text.sentences import split_sentences
+from tests.engine.counterbias.scripted_llm import edit_sentence, scripted_reply, sentence_to_edit
+
+#: Written for this test: the middle sentence holds the principal word ("great").
+REVIEW = "I watched it with my brother on Friday.  The plot is great and the music is lovely.\n\nThe cinema was cold."
+TARGET = "The plot is great and the music is lovely."
+
+
+def _dataset_with_vote(project, tmp_path, principal=("great",), spurious=("plot", "brother")):
+    from engine.io import ImportOptions, import_file
+
+    src = tmp_path / "multi.csv"
+    with open(src, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(["text", "label"])
+        w.writerow([REVIEW, "Positive"])
+        w.writerow(["Nothing else to see.", "Negative"])  # a second class (not generated for)
+    dataset = import_file(project, src, options=ImportOptions(name="multi")).dataset
+    example_id = int(next(iter(project.iter_examples(dataset.id)))["id"])
+
+    def store(conn):
+        cursor = conn.execute("INSERT INTO vote_sets (vote_key, dataset_id, params, created_at) VALUES (?, ?, ?, ?)",
+                              ("hand-made", dataset.id, json.dumps({"models": []}), now()))
+        conn.execute(
+            "INSERT INTO word_votes (vote_set_id, example_id, field, principal, spurious, votes, member_words, "
+            "created_at) VALUES (?, ?, 'text', ?, ?, ?, '{}', ?)",
+            (cursor.lastrowid, example_id, json.dumps(list(principal)), json.dumps(list(spurious)),
+             json.dumps({**{w: 3 for w in principal}, **{w: 1 for w in spurious}}), now()))
+
+    project.writer.run(store)
+    return project.dataset("multi")
+
+
+def _run(project, server, **settings):
+    config = LLMConfig(backend="openai", model="stub", base_url=server.base_url)
+    dataset = project.dataset("multi")
+    first = [int(next(iter(project.iter_examples(dataset.id)))["id"])]
+    result = generate_counterbias(project, dataset.id, first, config, settings=GenerateSettings(**settings), judge=())
+    return result, candidate_rows(project, dataset_id=dataset.id)
+
+
+def _editing(body) -> bool:
+    return sentence_to_edit(body) is not None
+
+
+def test_untouched_sentences_stay_byte_identical(voted_project, stub, tmp_path):
+    _dataset_with_vote(voted_project, tmp_path)
+    sent = []
+    server = stub(reply=lambda body: sent.append(body) or scripted_reply(body))
+    result, rows = _run(voted_project, server, swap_gender=False)
+    assert len(result.created) == 1, rows[0]["meta"]["error"]
+    row = rows[0]
+    assert row["text"] == REVIEW.replace(TARGET, "The plot is awful and the music is lovely.")
+    assert [s for s in split_sentences(row["text"]) if s != "The plot is awful and the music is lovely."] == [
+        "I watched it with my brother on Friday.", "The cinema was cold."]
+    edits = [b for b in sent if _editing(b)]
+    assert len(edits) == 1 and sentence_to_edit(edits[0]) == TARGET  # one request, for that sentence only
+    assert ("Context, not to be copied: I watched it with my brother on Friday. [SENTENCE] The cinema was cold."
+            in edits[0]["messages"][-1]["content"])
+    meta = row["meta"]
+    assert meta["mode"] == "edit" and meta["repairs"] == {}
+    assert meta["fields"][0]["edits"][0]["keep"] == ["plot"] and meta["fields"][0]["edits"][0]["change"] == ["great"]
+    assert meta["edit_distance"]["text"] == pytest.approx(1 / 21, abs=1e-3)
+
+
+def test_gender_swap_reaches_every_sentence(voted_project, stub, tmp_path):
+    _dataset_with_vote(voted_project, tmp_path)
+    server = stub(reply=scripted_reply)
+    result, rows = _run(voted_project, server)
+    assert len(result.created) == 1
+    assert rows[0]["text"] == ("I watched it with my sister on Friday.  The plot is awful and the music is lovely."
+                               "\n\nThe cinema was cold.")
+
+
+def _dropping(first, then):
+    """A reply that answers the first edit request with ``first(sentence)`` and every repair with ``then``."""
+    def reply(body):
+        if not _editing(body):
+            return scripted_reply(body)
+        sentence = sentence_to_edit(body)
+        repairing = "cannot be used" in body["messages"][-1]["content"]
+        return (then if repairing else first)(sentence)
+    return reply
+
+
+def test_dropped_spurious_word_is_repaired(voted_project, stub, tmp_path):
+    _dataset_with_vote(voted_project, tmp_path)
+    sent = []
+    reply = _dropping(lambda s: edit_sentence(s).replace("plot", "story"), edit_sentence)
+    server = stub(reply=lambda body: sent.append(body) or reply(body))
+    result, rows = _run(voted_project, server, swap_gender=False)
+    assert len(result.created) == 1
+    assert "The plot is awful" in rows[0]["text"]
+    assert rows[0]["meta"]["repairs"] == {"edit": 1}
+    assert rows[0]["meta"]["fields"][0]["edits"][0]["problems"] == ["missing words"]
+    repairs = [b for b in sent if "cannot be used" in b["messages"][-1]["content"]]
+    assert len(repairs) == 1 and '"plot"' in repairs[0]["messages"][-1]["content"]
+
+
+def test_spurious_word_dropped_twice_is_a_recorded_failure(voted_project, stub, tmp_path):
+    _dataset_with_vote(voted_project, tmp_path)
+    drop = lambda s: edit_sentence(s).replace("plot", "story")  # noqa: E731
+    server = stub(reply=_dropping(drop, drop))
+    result, rows = _run(voted_project, server, swap_gender=False)
+    assert not result.created and len(result.failed) == 1
+    error = rows[0]["status"] == "failed" and rows[0]["meta"]["error"]
+    assert error["reason"] == "missing words" and '"plot"' in error["message"] and error["retriable"]
+    assert rows[0]["meta"]["fields"][0]["edits"][0]["raw"] and rows[0]["text"] is None
+
+
+LEAK = "The lighthouse scenes look murky, and Ingrid's cello theme drags down every chase."
+
+
+def test_prompt_leak_is_refused_then_repaired(voted_project, stub, tmp_path):
+    _dataset_with_vote(voted_project, tmp_path)
+    server = stub(reply=_dropping(lambda s: f"The plot is awful. {LEAK}", edit_sentence))
+    result, rows = _run(voted_project, server, swap_gender=False)
+    assert len(result.created) == 1 and "lighthouse" not in rows[0]["text"]
+    assert rows[0]["meta"]["fields"][0]["edits"][0]["problems"] == ["prompt leak"]
+
+
+def test_prompt_leak_twice_fails_with_its_reason(voted_project, stub, tmp_path):
+    _dataset_with_vote(voted_project, tmp_path)
+    leak = lambda s: s.replace("great", "murky") + " " + LEAK  # noqa: E731
+    server = stub(reply=_dropping(leak, leak))
+    result, rows = _run(voted_project, server, swap_gender=False)
+    assert len(result.failed) == 1 and rows[0]["meta"]["error"]["reason"] == "prompt leak"
+
+
+def test_leak_guard_reads_the_prompt_examples():
+    guard = LeakGuard.from_prompts(["edit_sentence"])
+    assert guard.find(f"Nice film. {LEAK}") is not None
+    assert guard.find("she said the lighthouse scenes look murky and ingrid's cello theme drags on") is not None  # 6-gram
+    assert guard.find("The lighthouse was lovely.") is None
+    assert guard.find(LEAK, original=LEAK) is None  # the original's own words never count
+
+
+def test_half_flip_is_repaired_once(voted_project, stub, tmp_path):
+    _dataset_with_vote(voted_project, tmp_path)
+    sent = []
+
+    def reply(body):
+        sent.append(body)
+        if not _editing(body):
+            return scripted_reply(body)
+        if "still reads as" in body["messages"][-1]["content"]:
+            return "The plot is dull and the music is lovely."
+        return "The plot is not great and the music is lovely."
+
+    server = stub(reply=reply)
+    result, rows = _run(voted_project, server, swap_gender=False)
+    assert len(result.created) == 1
+    row = rows[0]
+    assert "The plot is dull and the music is lovely." in row["text"]
+    assert row["meta"]["repairs"] == {"flip": 1}
+    flip = row["meta"]["fields"][0]["flip_repair"]
+    assert flip["words"] == ["great"] and flip["repaired"] == [1]
+    asked = [b for b in sent if "still reads as" in b["messages"][-1]["content"]]
+    assert len(asked) == 1 and '"great"' in asked[0]["messages"][-1]["content"]
+
+
+def test_reconstruct_mode_checks_spurious_words(voted_project, stub, tmp_path):
+    _dataset_with_vote(voted_project, tmp_path)
+    server = stub(reply=scripted_reply)
+    result, rows = _run(voted_project, server, mode="reconstruct", drop_prob=0.0, swap_gender=False)
+    row = rows[0]
+    assert row["meta"]["mode"] == "reconstruct"
+    if row["status"] == "failed":  # the scripted reconstruction may lose a word: then it is named
+        assert row["meta"]["error"]["reason"] in {"missing words", "unusable"}
+    else:
+        assert "plot" in row["text"].lower() and "edit_distance" in row["meta"]
