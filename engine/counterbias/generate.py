@@ -446,10 +446,16 @@ def _params(settings: GenerateSettings, slot: Slot) -> dict[str, Any]:
 def _keep_words(text: str, plan: FieldPlan, mapping: dict[str, str]) -> list[str]:
     """The spurious words of ``text`` as written there (gender-swapped when swapping), principal ones excepted."""
     principal = {w.lower() for w in surface_words(text, plan.principal)}
+    # a gendered word is swapped as it reads in its sentence ("her sister" -> "his", "told her" -> "him"),
+    # not alone: the swap of the whole text says what each occurrence became
+    in_context: dict[str, str] = {}
+    if mapping:
+        for a, b in swap_gender(text, mapping)[1]:
+            in_context.setdefault(a, b)
     out = []
     for word in surface_words(text, plan.spurious):
         if word.lower() not in principal:
-            out.append(swap_gender(word, mapping)[0] if mapping else word)
+            out.append(in_context.get(word, swap_gender(word, mapping)[0]) if mapping else word)
     return out
 
 
