@@ -10,6 +10,7 @@ from engine.errors import Cancelled
 from engine.llm.base import ChatRequest, ChatResult
 from engine.llm.config import LLMConfig
 from engine.llm.local_backend import (
+    MIN_REQUESTS_PER_SLOT,
     Device,
     LocalBackend,
     ServerSettings,
@@ -153,6 +154,12 @@ def test_at_most_n_parallel_requests_are_in_flight(counted):
     assert all(isinstance(r, ChatResult) for r in out)
 
 
+def test_a_small_batch_uses_one_slot_per_four_requests(counted):
+    backend, counter = counted
+    backend.chat_many(requests(MIN_REQUESTS_PER_SLOT))
+    assert counter.calls == MIN_REQUESTS_PER_SLOT and counter.most == 1  # the prefix is computed in one slot only
+
+
 def test_results_come_back_in_order_and_each_is_reported_once(counted):
     backend, _ = counted
     seen: list[int] = []
@@ -183,5 +190,5 @@ def test_cancel_stops_submitting_and_reports_what_was_running(counted):
 def test_the_lead_request_goes_out_alone(counted):
     backend, counter = counted
     order: list[int] = []
-    backend.chat_many(requests(3), lead_s=60.0, on_result=lambda i, r: order.append(i))
-    assert order[0] == 0 and counter.calls == 3 and counter.most == SLOTS  # the first finished before others began
+    backend.chat_many(requests(6), lead_s=60.0, on_result=lambda i, r: order.append(i))
+    assert order[0] == 0 and counter.calls == 6 and counter.most == SLOTS  # the first finished before others began
