@@ -20,16 +20,18 @@ slots are decoded together, one forward pass per step for all of them.
 ``Server.handle_chat_completions`` releases the GIL and may be called from several threads
 at once). Each slot keeps its last prompt in the KV cache (``cache_prompt``), so the
 few-shot prefix shared by every request of a step is computed once *per slot*, not per
-request. An empty slot never borrows another slot's prefix (llama.cpp loads from its RAM
-prompt cache only into a slot that already holds tokens), so each extra slot pays the
-prefix once per step.
+request. A slot does not borrow another slot's prefix (measured with this runtime: llama.cpp's
+RAM prompt cache handed no prefix across slots, whether the first request of a batch went
+alone or not; an empty slot is never loaded from it), so each extra slot pays the prefix
+once per step.
 
-Measured on a 2-core CPU under load (``benchmarks/local_llm_throughput.py`` and the module
-tests): batching helps only where decoding is memory-bound (more cores, a bigger model, a
-GPU); on two cores a 135M-1.5B quantized model is compute-bound and four slots decode no
-more tokens per second than one, while the extra slots each pay the shared prefix again.
-Hence the defaults of :func:`default_slots`: one slot per two CPU cores (1 to 4), eight on
-a GPU, fewer when memory is short. Options ``n_parallel`` and ``n_threads`` override them.
+Measured on a 2-core CPU under load, 1 thread (noisy): with every slot already holding the
+prefix, four slots decode Qwen2.5-Coder-1.5B at about twice the tokens per second of one
+(426 ms per token per stream vs 220 ms for one stream), SmolLM2-135M at the same rate (156 vs
+40 ms: compute-bound). But each slot computes a step's prefix (~370-450 tokens) itself, which
+costs more than the batching saves on small batches, hence :data:`MIN_REQUESTS_PER_SLOT` and
+the defaults of :func:`default_slots`: one slot per two CPU cores (1 to 4), eight on a GPU,
+fewer when memory is short. Options ``n_parallel`` and ``n_threads`` override them.
 
 GPU
 ---
