@@ -133,8 +133,10 @@ def main() -> int:
         template = voted_project(Path(tmp), reviews)
         print(f"{len(reviews)} reviews imported, tiny ensemble trained and voted in {time.perf_counter() - t0:.0f} s",
               file=sys.stderr)
-        rows = [run_mode(template, "sequential", args.model, 1, args.threads, args.max_tokens),
-                run_mode(template, "parallel", args.model, args.slots, args.threads, args.max_tokens)]
+        rows = []
+        for name, slots in (("sequential", 1), ("parallel", args.slots)):
+            rows.append(run_mode(template, name, args.model, slots, args.threads, args.max_tokens))
+            print(f"{name}: {json.dumps(rows[-1])}", file=sys.stderr, flush=True)
     seq, par = rows
     ratio = par["examples_per_hour"] / seq["examples_per_hour"] if seq["examples_per_hour"] else float("nan")
     slot_ratio = par["slots_per_hour"] / seq["slots_per_hour"] if seq["slots_per_hour"] else float("nan")
