@@ -35,7 +35,8 @@ from engine.llm.base import Usage
 from engine.counterbias.settings import GenerateSettings
 from engine.llm.config import DEFAULT_PARAMS, LLMConfig
 
-__all__ = ["DEFAULT_VALUES", "FIELDS", "LLMDialog", "config_from_values", "settings_from_values", "usage_text"]
+__all__ = ["DEFAULT_VALUES", "FIELDS", "LLMDialog", "config_from_values", "device_text", "settings_from_values",
+           "usage_text"]
 
 #: The values the dialog edits, with their defaults.
 DEFAULT_VALUES: dict[str, Any] = {
@@ -113,6 +114,11 @@ class LLMDialog(QDialog):
         form.addRow("API key variable:", self.api_key_env)
         form.addRow("Concurrency:", self.concurrency)
         form.addRow("Temperature:", self.temperature)
+        self.device = QLabel("—")
+        self.device.setObjectName("llmDevice")
+        self.device.setWordWrap(True)
+        self.device.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        form.addRow("Runs on:", self.device)
 
         self.targets = QComboBox()
         self.targets.setEditable(True)
@@ -172,6 +178,7 @@ class LLMDialog(QDialog):
         self.resize(560, self.sizeHint().height())
 
         self.backend.currentIndexChanged.connect(self._backend_changed)
+        self.model.currentTextChanged.connect(lambda _: self._show_device())
         self.set_values(values)
 
     # ------------------------------------------------------------------ values
@@ -286,6 +293,31 @@ class LLMDialog(QDialog):
         self.model.blockSignals(False)
         self.base_url.setEnabled(not local)
         self.api_key_env.setEnabled(not local)
+        self.concurrency.setEnabled(not local)
+        self.concurrency.setToolTip("Requests in flight at once" if not local else
+                                    "The local model runs as many requests at once as it has parallel slots "
+                                    "(see 'Runs on')")
+        self._show_device()
+
+    def _show_device(self) -> None:
+        """Say where the model runs: the local runtime's device, threads and slots, or the server."""
+        self.device.setText(device_text(self.backend.currentData(), self.model.currentText().strip()))
+
+
+def device_text(backend: str, model: str) -> str:
+    """Where a model of ``backend`` runs, for the dialog (never loads a model).
+
+    For ``local`` this is :meth:`engine.llm.local_backend.LocalBackend.describe` (the device the
+    installed runtime reports, threads and parallel slots); for a server, the server decides.
+    """
+    if backend != "local":
+        return "On the server (its GPU and batch size are set where it is started; see README \"Large runs\")"
+    from engine.llm.local_backend import LocalBackend
+
+    try:
+        return LocalBackend(LLMConfig(backend="local", model=model or DEFAULT_VALUES["model"])).describe()
+    except CounterbiasError as exc:
+        return f"{exc.message} {exc.hint}".strip()
 
 
 def config_from_values(values: Mapping[str, Any]) -> LLMConfig:

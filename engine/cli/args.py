@@ -65,7 +65,13 @@ _llm.add_argument("--backend", default="local", help="'local' (bundled GGUF mode
 _llm.add_argument("--model", default=None, help="model name (default: qwen2.5-coder-1.5b for local)")
 _llm.add_argument("--base-url", help="endpoint, e.g. http://gpu-server:8000/v1 (vLLM), http://localhost:11434/v1 (Ollama)")
 _llm.add_argument("--api-key-env", help="environment variable holding the API key (never stored)")
-_llm.add_argument("--concurrency", type=int, default=8, help="parallel requests to the endpoint (default 8)")
+_llm.add_argument("--concurrency", type=int, default=8,
+                  help="parallel requests to an openai endpoint (default 8; vLLM: its --max-num-seqs, Ollama: "
+                       "its OLLAMA_NUM_PARALLEL); the local backend uses --slots instead")
+_llm.add_argument("--slots", type=int, default=None,
+                  help="local backend: parallel llama.cpp slots (default: from the CPU cores / GPU and memory)")
+_llm.add_argument("--threads", type=int, default=None,
+                  help="local backend: CPU threads (default: every core but one, at most 8)")
 _llm.add_argument("--timeout", type=float, default=120.0, help="seconds per request (default 120)")
 _llm.add_argument("--temperature", type=float, default=0.0)
 _llm.add_argument("--max-tokens", type=int, default=256)
@@ -104,4 +110,6 @@ def llm_config_from_args(args: argparse.Namespace) -> LLMConfig:
         concurrency=args.concurrency,
         timeout_s=args.timeout,
         params=params,
+        options={k: v for k, v in (("n_parallel", getattr(args, "slots", None)),
+                                   ("n_threads", getattr(args, "threads", None))) if v},
     )

@@ -35,7 +35,8 @@ class LLMConfig:
         Name of the environment variable holding the API key (the key itself is never
         stored); ``None`` when the server needs no key.
     concurrency
-        Requests in flight at once.
+        Requests in flight at once (``openai``; the ``local`` backend runs as many as it has
+        slots, option ``n_parallel``).
     timeout_s
         Seconds to wait for one answer.
     max_retries
@@ -44,7 +45,8 @@ class LLMConfig:
     params
         Default sampling parameters (see :func:`engine.llm.base.normalize_params`).
     options
-        Backend-specific settings (``local``: ``n_ctx``, ``n_threads``).
+        Backend-specific settings (``local``: ``n_ctx`` per slot, ``n_threads``, ``n_parallel`` slots,
+        ``n_gpu_layers``; see :class:`engine.llm.local_backend.LocalBackend`).
     """
 
     backend: str = "local"

@@ -76,6 +76,7 @@ def start_local_server(
     host: str = "127.0.0.1",
     n_ctx: int = DEFAULT_N_CTX,
     n_threads: int | None = None,
+    n_parallel: int = 1,
     api_key: str | None = None,
 ) -> LocalServer:
     """Load bundled ``model`` and serve it over HTTP on ``host:port``.
@@ -89,7 +90,10 @@ def start_local_server(
     host
         A loopback address.
     n_ctx, n_threads
-        Context length and CPU threads.
+        Context length (per slot) and CPU threads.
+    n_parallel
+        Slots: requests the server decodes together (continuous batching); set clients'
+        concurrency to it.
     api_key
         If given, the server requires it as a bearer token.
 
@@ -106,7 +110,8 @@ def start_local_server(
     spec = get_spec(model)
     path = model_path(spec.name)
     server = load_server(
-        path, n_ctx=n_ctx, n_threads=n_threads, alias=spec.name, port=int(port), host=host, api_key=api_key
+        path, n_ctx=n_ctx, n_threads=n_threads, n_parallel=max(1, int(n_parallel)), alias=spec.name,
+        port=int(port), host=host, api_key=api_key,
     )
     address = str(server.listening_address).rstrip("/")
     return LocalServer(base_url=f"{address}/v1", address=address, model=spec.name, _server=server)
@@ -129,6 +134,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--host", default="127.0.0.1", choices=LOOPBACK, help="loopback address to listen on")
     p.add_argument("--ctx", type=int, default=DEFAULT_N_CTX, help=f"context length (default {DEFAULT_N_CTX})")
     p.add_argument("--threads", type=int, default=None, help=f"CPU threads (default {default_threads()})")
+    p.add_argument("--slots", type=int, default=1,
+                   help="parallel slots, decoded together (default 1; give clients this --concurrency)")
     p.add_argument(
         "--api-key-env",
         metavar="VAR",
@@ -148,7 +155,8 @@ def serve(args: argparse.Namespace, *, stop: threading.Event | None = None) -> i
     stop = stop or threading.Event()
     print(f"loading {args.model} ...", file=sys.stderr, flush=True)
     server = start_local_server(
-        args.model, args.port, host=args.host, n_ctx=args.ctx, n_threads=args.threads, api_key=api_key
+        args.model, args.port, host=args.host, n_ctx=args.ctx, n_threads=args.threads,
+        n_parallel=getattr(args, "slots", 1), api_key=api_key,
     )
     previous = {}
     if threading.current_thread() is threading.main_thread():

@@ -91,6 +91,16 @@ def test_shared_arguments_parse_alike_in_every_verb():
         assert (args.backend, args.max_tokens, args.concurrency) == ("openai", 9, 8)
 
 
+def test_local_slots_and_threads_become_backend_options():
+    from engine.cli import build_parser
+    from engine.cli.args import llm_config_from_args
+
+    parser = build_parser()
+    config = llm_config_from_args(parser.parse_args(["generate", "p.cbproj", "reviews", "--slots", "4", "--threads", "6"]))
+    assert config.backend == "local" and config.options == {"n_parallel": 4, "n_threads": 6}
+    assert llm_config_from_args(parser.parse_args(["triples", "p.cbproj", "reviews"])).options == {}
+
+
 def test_demo_project(tmp_path, capsys):
     proj = tmp_path / "demo.cbproj"
     assert main(["demo", str(proj)]) == 0

@@ -1,0 +1,156 @@
+"""Counterbias examples per hour from the bundled model: one llama.cpp slot vs parallel slots, in one run.
+
+Takes the N shortest CAD dev reviews (``../shared/data/cad/sentiment/orig/dev.tsv``, see its
+SOURCE.md), imports them into a temporary project, trains a tiny 3-member ensemble (random
+tiny encoders, 1 epoch: only to have a real vote giving principal words, as the tests do) and
+votes with IG. Then it runs the real engine step, :func:`engine.counterbias.generate_counterbias`
+(triples -> targeted rewrite -> reconstruct), twice with the local backend on copies of that
+project, each with a fresh (empty) LLM cache:
+
+* sequential: ``n_parallel = 1`` (one request at a time, as before);
+* parallel: ``n_parallel = --slots`` (requests of a step decoded together).
+
+The model is loaded before the clock starts. For each it prints wall time, LLM requests,
+candidates made, *examples per hour* (candidates that passed the generation checks, per hour)
+and the *share of slots whose candidate passed the checks* (parallelism must not cost quality),
+then the ratio of the two rates. Goal: >= 3x on the full size.
+
+    python benchmarks/local_llm_throughput.py [--n 40] [--model qwen2.5-coder-1.5b] [--slots 4] [--threads N]
+
+Small check: ``--n 4 --model smollm2-135m`` (SmolLM2 fails most of the task; it only proves the plumbing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CAD_DEV = ROOT.parent / "shared" / "data" / "cad" / "sentiment" / "orig" / "dev.tsv"
+TINY = ("tiny-distilbert", "tiny-roberta", "tiny-mpnet")
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))  # run the checkout's engine, not an installed one
+
+
+def shortest_reviews(path: Path, n: int) -> list[tuple[str, str]]:
+    """The ``n`` shortest reviews of a CAD sentiment file as ``(text, label)``, shortest first."""
+    with open(path, newline="", encoding="utf-8") as f:
+        rows = [(text, label) for label, text in list(csv.reader(f, delimiter="\t"))[1:]]
+    return sorted(rows, key=lambda r: (len(r[0]), r[0]))[:n]
+
+
+def voted_project(folder: Path, reviews: list[tuple[str, str]]) -> Path:
+    """A project file holding ``reviews``, a tiny trained ensemble and an IG vote on every review."""
+    from engine.attribution import VoteSettings, find_principal_words
+    from engine.io import ImportOptions, import_file
+    from engine.models import EnsembleConfig, MemberSpec, train_ensemble, train_preset
+    from engine.store import Project
+
+    src = folder / "reviews.csv"
+    with open(src, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(["text", "label"])
+        w.writerows(reviews)
+    path = folder / "template.cbproj"
+    with Project.create(path) as project:
+        ds = import_file(project, src, options=ImportOptions(name="reviews")).dataset
+        config = EnsembleConfig(tuple(MemberSpec(f"r:{b}", b, {}, train_preset("fast-cpu", epochs=1, max_length=128))
+                                      for b in TINY))
+        train_ensemble(project, ds.id, config)
+        find_principal_words(project, ds.id, [m.name for m in config.members], methods={"ig": {"n_steps": 8}},
+                             vote=VoteSettings(k=5), wordlists=("gender",))
+    return path
+
+
+def copy_project(template: Path, name: str) -> Path:
+    """A copy of the template project (and its model folder): a fresh, empty LLM cache."""
+    dst = template.parent / f"{name}.cbproj"
+    shutil.copy(template, dst)
+    files = template.parent / f"{template.stem}_files"
+    if files.exists():
+        shutil.copytree(files, template.parent / f"{name}_files")
+    return dst
+
+
+def run_mode(template: Path, name: str, model: str, slots: int, threads: int | None, max_tokens: int) -> dict:
+    """Generate one candidate per review with ``slots`` llama.cpp slots; timings and pass rate."""
+    from engine.counterbias import GenerateSettings, generate_counterbias
+    from engine.llm.config import LLMConfig
+    from engine.llm.local_backend import LocalBackend
+    from engine.store import Project
+
+    options = {"n_parallel": slots, **({"n_threads": threads} if threads else {})}
+    config = LLMConfig(backend="local", model=model, params={"temperature": 0.0, "max_tokens": max_tokens, "seed": 0},
+                       options=options)
+    backend = LocalBackend(config)
+    backend.load()
+    try:
+        with Project.open(copy_project(template, name)) as project:
+            ds = project.dataset("reviews")
+            ids = [int(r["id"]) for r in project.iter_examples(ds.id)]
+            assert project.db.execute("SELECT COUNT(*) FROM llm_cache").fetchone()[0] == 0, "cache not fresh"
+            t0 = time.perf_counter()
+            result = generate_counterbias(project, ds.id, ids, config, backend=backend, judge=(),
+                                          settings=GenerateSettings(temperature=0.0, drop_prob=0.0))
+            seconds = time.perf_counter() - t0
+    finally:
+        backend.close()
+    made, failed = len(result.created), len(result.failed)
+    slots_total = made + failed
+    return {
+        "mode": name, "runs_on": backend.describe(), "seconds": round(seconds, 1), "requests_sent": result.sent,
+        "slots": slots_total, "made": made, "failed": failed,
+        "examples_per_hour": round(made / seconds * 3600, 1) if seconds else 0.0,
+        "slots_per_hour": round(slots_total / seconds * 3600, 1) if seconds else 0.0,
+        "pass_share": round(made / slots_total, 3) if slots_total else 0.0,
+        "tokens": result.usage.to_dict(),
+    }
+
+
+def main() -> int:
+    from engine.llm.local_backend import default_threads
+
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--n", type=int, default=40, help="CAD dev reviews (shortest first; default 40)")
+    parser.add_argument("--model", default="qwen2.5-coder-1.5b", help="bundled model")
+    parser.add_argument("--slots", type=int, default=4, help="slots of the parallel run (default 4)")
+    parser.add_argument("--threads", type=int, default=None, help=f"CPU threads (default {default_threads()})")
+    parser.add_argument("--max-tokens", type=int, default=384)
+    parser.add_argument("--data", type=Path, default=CAD_DEV)
+    args = parser.parse_args()
+    if not args.data.is_file():
+        print(f"CAD not found at {args.data} (see ../shared/data/cad/SOURCE.md)", file=sys.stderr)
+        return 2
+    reviews = shortest_reviews(args.data, args.n)
+    with tempfile.TemporaryDirectory(prefix="cb-llm-throughput-") as tmp:
+        t0 = time.perf_counter()
+        template = voted_project(Path(tmp), reviews)
+        print(f"{len(reviews)} reviews imported, tiny ensemble trained and voted in {time.perf_counter() - t0:.0f} s",
+              file=sys.stderr)
+        rows = []
+        for name, slots in (("sequential", 1), ("parallel", args.slots)):
+            rows.append(run_mode(template, name, args.model, slots, args.threads, args.max_tokens))
+            print(f"{name}: {json.dumps(rows[-1])}", file=sys.stderr, flush=True)
+    seq, par = rows
+    ratio = par["examples_per_hour"] / seq["examples_per_hour"] if seq["examples_per_hour"] else float("nan")
+    slot_ratio = par["slots_per_hour"] / seq["slots_per_hour"] if seq["slots_per_hour"] else float("nan")
+    print(f"\nmodel {args.model}, {len(reviews)} CAD dev reviews, one candidate each (triples -> rewrite -> reconstruct)")
+    print(f"{'mode':<11} {'slots':>5} {'seconds':>8} {'requests':>8} {'made':>5} {'failed':>6} "
+          f"{'examples/h':>10} {'pass share':>10}  runs on")
+    for r, n_slots in zip(rows, (1, args.slots)):
+        print(f"{r['mode']:<11} {n_slots:>5} {r['seconds']:>8.1f} {r['requests_sent']:>8} {r['made']:>5} "
+              f"{r['failed']:>6} {r['examples_per_hour']:>10.1f} {r['pass_share']:>10.3f}  {r['runs_on']}")
+    print(f"parallel / sequential: {ratio:.2f}x examples per hour ({slot_ratio:.2f}x slots processed per hour); "
+          "goal >= 3x")
+    print(json.dumps({"rows": rows, "ratio": round(ratio, 3), "slot_ratio": round(slot_ratio, 3)}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
