@@ -6,6 +6,7 @@ import argparse
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 from engine.cli.args import DATASET, JSON, PROJECT
 from engine.cli.commands import command
@@ -111,7 +112,7 @@ def _run_diversity(args: argparse.Namespace, progress: StderrProgress, cancel: C
     if args.pc < 1:
         raise EvaluationError(f"--pc {args.pc} is not positive.", "Use --pc 1 or more.")
     with Project.open(args.project) as project:
-        judge = None
+        judge: Any = None
         if args.judge:
             from engine.models.predict import predict
             from engine.models.store import find_model
@@ -120,9 +121,11 @@ def _run_diversity(args: argparse.Namespace, progress: StderrProgress, cancel: C
             if info is None:
                 raise EvaluationError(f"No trained model called {args.judge!r}.", "See 'models' for the names.")
 
-            def judge(texts):  # type: ignore[no-untyped-def]
+            def ensemble_judge(texts: Any) -> list[str]:
                 probs = predict(project, args.judge, list(texts))
                 return [info.labels[i] for i in probs.argmax(axis=1)]
+
+            judge = ensemble_judge
 
         report = dataset_diversity(project, args.dataset, judge=judge, embeddings=not args.no_embeddings,
                                    pc_k=args.pc, progress=progress, cancel=cancel)
