@@ -79,7 +79,7 @@ def test_triples_key_revoked_mid_run_stops_and_keeps_the_answers(project_path, s
         state["n"] += 1
         return "401" if state["revoked"] and state["n"] > 5 else "ok"
 
-    server = stub(plan, latency=0.02)
+    server = stub(plan, latency=0.02, reply=scripted_reply)  # triples the sentence supports
     args = ["-q", "triples", str(project_path), "d", *llm_args(server.base_url), "--concurrency", "4"]
     assert main(args) == EXIT_USER_ERROR
     assert "[CB702]" in capsys.readouterr().err

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.engine.counterbias.scripted_llm import scripted_reply
 from tests.engine.llm.conftest import stub  # noqa: F401
 from tests.reliability.test_llm_spend import N_EXAMPLES, cache_rows, project_path  # noqa: F401
 
@@ -57,7 +58,7 @@ def triples_args(project: Path, base_url: str) -> list[str]:
 
 
 def test_two_triples_runs_at_once_the_second_refuses(project_path, stub):  # noqa: F811
-    server = stub(latency=0.3)  # 20 requests, 2 at a time: the first run lasts about 3 s
+    server = stub(latency=0.3, reply=scripted_reply)  # 20 requests, 2 at a time: the first run lasts about 3 s
     first = engine(*triples_args(project_path, server.base_url))
     info = wait_for_run_in_lock(project_path, "triples")
     second = engine(*triples_args(project_path, server.base_url))
@@ -73,7 +74,7 @@ def test_two_triples_runs_at_once_the_second_refuses(project_path, stub):  # noq
 
 
 def test_killed_triples_run_is_marked_interrupted_and_resumes(project_path, stub):  # noqa: F811
-    server = stub(latency=0.3)
+    server = stub(latency=0.3, reply=scripted_reply)
     first = engine(*triples_args(project_path, server.base_url))
     info = wait_for_run_in_lock(project_path, "triples")
     while cache_rows(project_path) < 4:
@@ -101,7 +102,7 @@ def test_open_keeps_a_live_run_running(project_path, stub):  # noqa: F811
     # An open in another process while a run is going must not mark it interrupted.
     from engine.store import Project
 
-    server = stub(latency=0.3)
+    server = stub(latency=0.3, reply=scripted_reply)
     first = engine(*triples_args(project_path, server.base_url))
     info = wait_for_run_in_lock(project_path, "triples")
     Project.open(project_path).close()
@@ -117,7 +118,7 @@ def test_lock_of_a_dead_process_is_taken_over(project_path, stub):  # noqa: F811
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "triples-1.lock").write_text(json.dumps({"pid": 999999, "host": "x", "started_at": "then",
                                                        "run_id": 77}))
-    server = stub()
+    server = stub(reply=scripted_reply)
     proc = engine(*triples_args(project_path, server.base_url))
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err
