@@ -16,6 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from engine.evaluation.bleu import ngrams
+from engine.text.distance import levenshtein
 
 __all__ = [
     "distinct_n",
@@ -70,25 +71,6 @@ def distinct_n(texts: Sequence[Sequence[str]], n: int) -> float:
         total += sum(grams.values())
         seen.update(grams)
     return len(seen) / total if total else float("nan")
-
-
-def levenshtein(a: Sequence[str], b: Sequence[str]) -> int:
-    """Edit distance (insert, delete, substitute; each costs 1) between two sequences.
-
-    Examples
-    --------
-    >>> levenshtein("kitten", "sitting")
-    3
-    """
-    if len(a) < len(b):
-        a, b = b, a
-    previous = list(range(len(b) + 1))
-    for i, x in enumerate(a, start=1):
-        current = [i]
-        for j, y in enumerate(b, start=1):
-            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (x != y)))
-        previous = current
-    return previous[-1]
 
 
 def word_edit_distance(edited: Sequence[str], parent: Sequence[str]) -> float:
