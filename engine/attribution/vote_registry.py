@@ -13,10 +13,14 @@ from dataclasses import dataclass, field
 from engine.attribution.errors import VoteConfigError
 from engine.registry import Registry
 
-__all__ = ["BUILTIN_RULES", "VOTE_RULES", "RuleOutcome", "VoteRule", "available_vote_rules"]
+__all__ = ["BUILTIN_RULES", "PRIOR_RULES", "VOTE_RULES", "RuleOutcome", "VoteRule", "available_vote_rules"]
 
 #: Names of the built-in rules, in the order they are listed.
 BUILTIN_RULES = ("majority", "weighted-majority", "rank-mean", "score-mean", "margin", "z-prior", "z-tiebreak")
+
+#: Rules that read a word prior (``VoteContext.prior``); without one given, the vote computes the
+#: dataset's label prior (:func:`engine.attribution.word_prior.label_word_prior`).
+PRIOR_RULES = frozenset({"z-prior", "z-tiebreak"})
 
 
 @dataclass(frozen=True)

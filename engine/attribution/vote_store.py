@@ -23,6 +23,8 @@ from engine.attribution.jobs import AttributionRun, attribute_ensemble
 from engine.attribution.method import MethodSettings, settings_key
 from engine.attribution.registry import resolve_settings
 from engine.attribution.vote import ExampleVote, VoteContext, VoteSettings, VoteSummary, summarize_votes, vote_example
+from engine.attribution.vote_registry import PRIOR_RULES
+from engine.attribution.word_prior import label_word_prior
 from engine.attribution.wordlists import combine_wordlists
 from engine.models.store import get_model
 from engine.progress import CancelToken, ProgressFn, ensure_token, no_progress, scaled
@@ -122,7 +124,8 @@ def find_principal_words(
         Rows per dataset-level table.
     prior
         Normalised word -> z-statistic, for the vote rules that use a prior (``"z-prior"``,
-        ``"z-tiebreak"``). Members are weighted by their dev accuracy above chance
+        ``"z-tiebreak"``); ``None``: the dataset's label prior
+        (:func:`~engine.attribution.word_prior.label_word_prior`, its train split). Members are weighted by their dev accuracy above chance
         (:func:`member_weights`) for the rules that weight members.
     progress, cancel
         Attribution gets 90 % of the progress range; checked per batch.
@@ -172,6 +175,8 @@ def find_principal_words(
         "user_words": sorted(users),
         "examples": hashlib.sha256(json.dumps(ids).encode()).hexdigest()[:16],
     }
+    if prior is None and vote.rule in PRIOR_RULES:
+        prior = label_word_prior(project, dataset_id)
     context = VoteContext(member_weights=member_weights(infos), prior=prior)
     if prior is not None and vote.rule != "majority":
         payload["prior"] = hashlib.sha256(json.dumps(sorted(prior.items())).encode()).hexdigest()[:16]
