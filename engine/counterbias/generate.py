@@ -1,11 +1,11 @@
 """CoBA counterbias generation, the job: triples → edited sentences (or reconstruction) → candidates.
 
 Two modes (:attr:`GenerateSettings.mode`). **edit** (the default) keeps the original text and
-replaces only the sentences that hold a principal triple:
+replaces only the sentences that hold a principal triple or a principal content word:
 
 1. the example's triples (extracted here when missing) are categorised per sentence against the
    vote's W_p and W_s; gendered words are swapped in the whole text (so every sentence agrees);
-2. each sentence with a principal triple goes to the LLM alone (prompt ``edit_sentence``), with
+2. each such sentence goes to the LLM alone (prompt ``edit_sentence``), with
    its neighbours as context, its principal words to change and its spurious and (swapped)
    gendered words to copy verbatim; the answer is checked (:func:`~engine.counterbias.edit.check_sentence`:
    changed, not far longer, every kept word present, nothing of the prompt's examples — a
@@ -535,13 +535,21 @@ def _run_chunk(client: CachedClient, slots: list[Slot], dataset: DatasetInfo, se
 STRONGEST = 3
 
 
+def _content(words: Sequence[str]) -> list[str]:
+    """``words`` without function words (a vote may rank "this" or "how"; naming them misleads the LLM)."""
+    return [w for w in words if w.lower() not in FUNCTION_WORDS]
+
+
 def _chosen_sentences(plan: FieldPlan, sentences: Sequence[str]) -> list[int]:
-    """Sentences to rewrite: those holding a principal triple; else those holding a principal word; else all."""
-    chosen = sorted({plan.sentence_of[i] for i, c in enumerate(plan.categories)
-                     if c == "principal" and i < len(plan.sentence_of)} & set(range(len(sentences))))
-    if not chosen:
-        chosen = [i for i, s in enumerate(sentences) if surface_words(s, plan.principal)]
-    return chosen or list(range(len(sentences)))
+    """Sentences to rewrite: those holding a principal triple or a principal content word; else all.
+
+    A sentence holding a principal word goes in even when no triple of it does: the triples of a
+    small LLM miss words, and a principal word left in an unedited sentence keeps the label.
+    """
+    chosen = {plan.sentence_of[i] for i, c in enumerate(plan.categories)
+              if c == "principal" and i < len(plan.sentence_of)} & set(range(len(sentences)))
+    chosen |= {i for i, s in enumerate(sentences) if surface_words(s, _content(plan.principal))}
+    return sorted(chosen) or list(range(len(sentences)))
 
 
 def _plan_edits(slot: Slot, plan: FieldPlan, mapping: dict[str, str]) -> tuple[str, list[tuple[int, int]]] | None:
@@ -560,7 +568,7 @@ def _plan_edits(slot: Slot, plan: FieldPlan, mapping: dict[str, str]) -> tuple[s
         plan.swaps.extend(found)
     plan.others = list(swapped)
     for i in _chosen_sentences(plan, raw):
-        change = surface_words(swapped[i], plan.principal)
+        change = surface_words(swapped[i], _content(plan.principal))
         gendered = [b for a, b in (swap_gender(raw[i], mapping)[1] if mapping else [])]
         keep = list(dict.fromkeys([*_keep_words(raw[i], plan, mapping), *gendered]))
         keep = [w for w in keep if w.lower() not in {c.lower() for c in change}]
@@ -666,7 +674,7 @@ def _strongest(plan: FieldPlan) -> list[str]:
     """The principal words with the most votes (at most :data:`STRONGEST`), in vote order."""
     if not plan.principal:
         return []
-    content = [w for w in plan.principal if w.lower() not in FUNCTION_WORDS]
+    content = _content(plan.principal)
     top = max((plan.votes.get(w, 0) for w in content), default=0)
     return [w for w in content if plan.votes.get(w, 0) == top][:STRONGEST]
 
