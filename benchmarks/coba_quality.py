@@ -208,6 +208,9 @@ def main() -> int:
     parser.add_argument("--preset", default="fast-cpu")
     parser.add_argument("--max-train-rows", type=int, default=None)
     parser.add_argument("--methods", default="ig,lime,shapley")
+    parser.add_argument("--ig-steps", type=int, default=None, help="IG steps (default: the engine's)")
+    parser.add_argument("--samples", type=int, default=None, help="LIME / KernelSHAP perturbations (default: the engine's)")
+    parser.add_argument("--rule", default=None, help="vote rule (default: the engine's default)")
     parser.add_argument("--model", default="qwen2.5-coder-1.5b", help="bundled local LLM")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", type=Path, default=None, help="JSONL of candidates (default next to the project)")
@@ -264,8 +267,15 @@ def main() -> int:
     # ---------------------------------------------------------------- vote and generation (engine defaults)
     threshold = None if len(members) % 2 else len(members) // 2 + 1
     t0 = time.perf_counter()
-    vote = find_principal_words(project, dataset.id, members, methods=args.methods.split(","),
-                                vote=VoteSettings(threshold=threshold), wordlists=("gender",), example_ids=ids)
+    settings = {"ig": {"n_steps": args.ig_steps} if args.ig_steps else {},
+                "lime": {"num_samples": args.samples} if args.samples else {},
+                "shapley": {"estimator": "kernel", **({"num_samples": args.samples} if args.samples else {})}
+                if args.samples else {}}
+    methods = {m: settings.get(m) or None for m in args.methods.split(",")}
+    vote_settings = VoteSettings(threshold=threshold, **({"rule": args.rule} if args.rule else {}))
+    vote = find_principal_words(project, dataset.id, members, methods=methods, vote=vote_settings,
+                                wordlists=("gender",), example_ids=ids)
+    print(f"vote rule {vote_settings.rule}, methods {methods}", file=sys.stderr)
     t_vote = time.perf_counter() - t0
     config = LLMConfig(backend="local", model=args.model, concurrency=1,
                        params={"temperature": 0.0, "seed": 0}, options={"n_threads": args.threads})
