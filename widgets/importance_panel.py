@@ -28,6 +28,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from engine.attribution.vote import VoteSettings
+from engine.attribution.vote_registry import available_vote_rules
 from widgets.breakdown_grid import BreakdownGrid
 from widgets.models.array_model import ArrayTableModel, Column, fmt_float, fmt_int
 from widgets.sentence_view import SentenceView
@@ -86,10 +88,17 @@ class ImportancePanel(QWidget):
         self.combine.addItems(["majority", "any", "all"])
         self.combine.setToolTip("How a member's methods combine: a member votes for a word in the top-K of "
                                 "a majority / any / all of its methods")
+        self.rule = QComboBox()
+        self.rule.addItems(available_vote_rules())
+        self.rule.setCurrentText(VoteSettings().rule)
+        self.rule.setToolTip("How the members' scores become principal words: majority (CoBA's vote), "
+                             "weighted-majority (members weighted by dev accuracy), rank-mean / score-mean "
+                             "(averaged rankings or scores), margin, z-prior / z-tiebreak (the labels' word "
+                             "statistics as a prior)")
         self.gender = QCheckBox("gender words are spurious")
         self.gender.setChecked(True)
         self.user_words = QLineEdit(placeholderText="your spurious words, comma-separated")
-        for w in (self.k, self.combine):
+        for w in (self.k, self.combine, self.rule):
             (w.valueChanged if isinstance(w, QSpinBox) else w.currentIndexChanged).connect(self.voteSettingsChanged)
         self.gender.toggled.connect(self.voteSettingsChanged)
         self.user_words.editingFinished.connect(self.voteSettingsChanged)
@@ -97,7 +106,8 @@ class ImportancePanel(QWidget):
         self.explain_dataset = QPushButton("Explain dataset")
         self.explain_selection.clicked.connect(lambda: self.explainRequested.emit("selection"))
         self.explain_dataset.clicked.connect(lambda: self.explainRequested.emit("dataset"))
-        for w in (self.k, self.combine, self.gender, self.user_words, self.explain_selection, self.explain_dataset):
+        for w in (self.k, self.combine, self.rule, self.gender, self.user_words, self.explain_selection,
+                  self.explain_dataset):
             row2.addWidget(w)
         row1 = QHBoxLayout()
         row1.addWidget(QLabel("Backbones:"))
@@ -147,8 +157,16 @@ class ImportancePanel(QWidget):
     def methods(self) -> list[str]:
         return [m for m, b in self.method_boxes.items() if b.isChecked()] or ["ig"]
 
-    def set_vote_settings(self, methods: list[str], k: int, combine: str, gender: bool) -> None:
-        """Show the settings of a stored vote (its methods, K, combination rule, gender list)."""
+    def vote_settings(self, threshold: int | None = None) -> VoteSettings:
+        """The vote settings shown (K, how methods combine, the vote rule)."""
+        return VoteSettings(k=self.k.value(), combine=self.combine.currentText(), rule=self.rule.currentText(),
+                            threshold=threshold)
+
+    def set_vote_settings(self, methods: list[str], k: int, combine: str, gender: bool, rule: str = "majority") -> None:
+        """Show the settings of a stored vote (its methods, K, combination rule, gender list, vote rule)."""
+        index = self.rule.findText(rule)
+        if index >= 0:
+            self.rule.setCurrentIndex(index)
         for method, box in self.method_boxes.items():
             box.setChecked(method in methods)
         self.k.setValue(int(k))

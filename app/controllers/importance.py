@@ -86,7 +86,8 @@ class ImportanceController(PanelController):
             self.method_settings = dict(params.get("methods") or {})
             vote = params.get("vote") or {}
             self.panel.set_vote_settings(list(params.get("methods") or ["ig"]), int(vote.get("k", 5)),
-                                         str(vote.get("combine", "majority")), "gender" in (params.get("wordlists") or ()))
+                                         str(vote.get("combine", "majority")), "gender" in (params.get("wordlists") or ()),
+                                         str(vote.get("rule", "majority")))
             summary = vote_summary(project, self.vote_set_id)
             self.panel.show_summary(summary.principal, summary.spurious, self._max_z())
 
@@ -134,7 +135,6 @@ class ImportanceController(PanelController):
 
     def explain(self, scope: str = "selection") -> Job | None:
         """Attribute (cached) and vote on the selected rows or the whole dataset, as a job."""
-        from engine.attribution.vote import VoteSettings
         from engine.attribution.vote_store import find_principal_words
 
         dataset = self.session.dataset
@@ -148,7 +148,7 @@ class ImportanceController(PanelController):
             if not ids:
                 self.status("Select rows in the Examples tab first.")
                 return None
-        settings = VoteSettings(k=self.panel.k.value(), combine=self.panel.combine.currentText())
+        settings = self.panel.vote_settings()
         # a method of the shown vote keeps its settings (its cached scores are reused)
         methods = {m: self.method_settings.get(m) for m in self.panel.methods()}
         self.panel.set_busy(True)
@@ -174,7 +174,6 @@ class ImportanceController(PanelController):
     def refresh_example(self) -> None:
         """Re-vote the shown example from stored attributions with the current toggles."""
         from engine.attribution.explain import explain_example
-        from engine.attribution.vote import VoteSettings
         from engine.attribution.wordlists import combine_wordlists
 
         project, example = self.session.project, self.session.example
@@ -186,8 +185,7 @@ class ImportanceController(PanelController):
         _, methods = self.panel.grid.enabled()
         methods = [m for m in self.panel.methods() if not methods or m in methods]
         users = combine_wordlists(("gender",) if self.panel.gender.isChecked() else (), self.panel.user_word_list())
-        settings = VoteSettings(k=self.panel.k.value(), combine=self.panel.combine.currentText(),
-                                threshold=None if len(members) % 2 else (len(members) + 2) // 2)
+        settings = self.panel.vote_settings(threshold=None if len(members) % 2 else (len(members) + 2) // 2)
         explained = explain_example(project, example, members, methods, settings, user_words=users,
                                     method_settings=self.method_settings)
         fields = [(f.field if len(explained.fields) > 1 else "", f.text, f.spans, f.strength, f.user_spans)

@@ -12,7 +12,8 @@ from typing import Any
 
 from engine.attribution.cache import load_attributions
 from engine.attribution.jobs import settings_key_for
-from engine.attribution.vote import ExampleVote, VoteSettings, top_k_words, vote_example
+from engine.attribution.vote import ExampleVote, VoteContext, VoteSettings, top_k_words, vote_example
+from engine.attribution.vote_store import vote_context
 from engine.models.store import ModelInfo
 from engine.store import Project
 from engine.text import normalize
@@ -82,11 +83,14 @@ def explain_example(
                 scores[f].setdefault(info.name, {})[method] = got.scores
     out: list[FieldExplanation] = []
     tops: dict[str, dict[str, list[str]]] = {}
+    context: VoteContext | None = None  # member weights and word prior, as the stored vote has them
     for f in fields:
         per_member = scores[f]
         if not per_member:
             continue
-        vote = vote_example(words[f], per_member, settings, user_words=users)
+        if context is None:
+            context = vote_context(project, members, settings)
+        vote = vote_example(words[f], per_member, settings, user_words=users, context=context)
         if not tops:
             tops = {m: {meth: top_k_words(words[f], s, settings.k, rank_by=settings.rank_by) for meth, s in ms.items()}
                     for m, ms in per_member.items()}

@@ -32,7 +32,7 @@ from engine.store import ExampleQuery, Project
 from engine.store.runs import recorded_run
 from engine.store.schema import now
 
-__all__ = ["DEFAULT_METHODS", "VoteRun", "find_principal_words", "latest_votes", "load_votes", "vote_summary", "vote_sets"]
+__all__ = ["DEFAULT_METHODS", "VoteRun", "find_principal_words", "latest_votes", "load_votes", "vote_context", "vote_summary", "vote_sets"]
 
 #: Methods used when none are given: IG alone (deterministic, one batched pass per member).
 DEFAULT_METHODS: tuple[str, ...] = ("ig",)
@@ -72,6 +72,19 @@ def member_weights(infos: Sequence[Any]) -> dict[str, float]:
         chance = 1.0 / max(len(getattr(info, "labels", []) or []), 2)
         out[info.name] = 1.0 if accuracy is None else max(float(accuracy) - chance, 0.01)
     return out
+
+
+def vote_context(project: Project, infos: Sequence[Any], vote: VoteSettings, *, prior: Mapping[str, float] | None = None,
+                 dataset_id: int | None = None) -> VoteContext:
+    """What the vote rules read besides the scores: member weights and, for the prior rules, a word prior.
+
+    Without ``prior``, a rule in :data:`~engine.attribution.vote_registry.PRIOR_RULES` gets the label
+    prior of the members' training dataset (else of ``dataset_id``).
+    """
+    if prior is None and vote.rule in PRIOR_RULES:
+        source = next((i.dataset_id for i in infos if getattr(i, "dataset_id", None) is not None), dataset_id)
+        prior = label_word_prior(project, int(source)) if source is not None else None
+    return VoteContext(member_weights=member_weights(infos), prior=prior)
 
 
 def _vote_key(payload: Mapping[str, Any]) -> str:
@@ -175,9 +188,8 @@ def find_principal_words(
         "user_words": sorted(users),
         "examples": hashlib.sha256(json.dumps(ids).encode()).hexdigest()[:16],
     }
-    if prior is None and vote.rule in PRIOR_RULES:
-        prior = label_word_prior(project, dataset_id)
-    context = VoteContext(member_weights=member_weights(infos), prior=prior)
+    context = vote_context(project, infos, vote, prior=prior, dataset_id=dataset_id)
+    prior = context.prior
     if prior is not None and vote.rule != "majority":
         payload["prior"] = hashlib.sha256(json.dumps(sorted(prior.items())).encode()).hexdigest()[:16]
     vote_key = _vote_key(payload)

@@ -183,16 +183,31 @@ def _add_vote(sub: argparse._SubParsersAction) -> None:
         parents=[DATASET, ATTRIBUTION],
         help="majority vote into principal and spurious words (attributes what is missing)",
         description="Top-K words per member and method; a member votes for a word its methods agree on "
-        "(--combine); a word with at least (|M|+1)/2 votes is principal, other voted words are spurious. "
+        "(--combine); with the majority rule a word with at least (|M|+1)/2 votes is principal, other voted "
+        "words are spurious (--rule picks another way to combine the scores). "
         "Words of the chosen lists join the spurious words.",
     )
     p.add_argument("-k", type=int, default=5, help="top-K words per member and method (default 5)")
     p.add_argument("--combine", default="majority", help="how a member's methods combine: any, majority, all")
+    p.add_argument("--rule", default=None,
+                   help="vote rule: majority, weighted-majority, rank-mean, score-mean, margin, z-prior, z-tiebreak "
+                        "(default: the engine's; see benchmarks/principal_words.py for how they compare)")
+    p.add_argument("--prior-weight", type=float, default=None, help="weight of the label prior for z-prior (0-1)")
     p.add_argument("--wordlist", action="append", default=[], help="bundled list joining W_s, e.g. gender (repeatable)")
     p.add_argument("--words", type=Path, help="a file of your own words (one per line) joining W_s")
     p.add_argument("--top", type=int, default=20, help="rows of the dataset-level tables (default 20)")
     p.add_argument("--out", type=Path, help="JSONL of per-example principal and spurious words")
     p.set_defaults(run=_run_vote)
+
+
+def _rule_options(args: argparse.Namespace) -> dict[str, Any]:
+    """``--rule`` / ``--prior-weight`` as VoteSettings keywords (unset: the engine's defaults)."""
+    out: dict[str, Any] = {}
+    if args.rule:
+        out["rule"] = args.rule
+    if args.prior_weight is not None:
+        out["prior_weight"] = args.prior_weight
+    return out
 
 
 def _run_vote(args: argparse.Namespace, progress: StderrProgress, cancel: CancelToken) -> int:
@@ -204,7 +219,8 @@ def _run_vote(args: argparse.Namespace, progress: StderrProgress, cancel: Cancel
         dataset = project.dataset(args.dataset)
         run = find_principal_words(
             project, dataset.id, _members(project, dataset, args.members), methods=_method_settings(args),
-            vote=VoteSettings(k=args.k, combine=args.combine), wordlists=args.wordlist, user_words=user_words,
+            vote=VoteSettings(k=args.k, combine=args.combine, **_rule_options(args)), wordlists=args.wordlist,
+            user_words=user_words,
             target=args.target, example_ids=_example_ids(project, dataset, args), splits=args.split, top=args.top,
             progress=progress, cancel=cancel,
         )
