@@ -58,6 +58,14 @@ def test_train_attribute_vote_and_hypothesis_only_feature(tmp_path, capsys, shar
     lines = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
     assert len(lines) == 12  # premise and hypothesis of 6 examples
     assert all(set(line["principal"]).isdisjoint(line["spurious"]) for line in lines)
+    # another vote rule from the same cached scores: K principal words per field, the rule stored with the vote
+    assert main(["-q", "vote", proj, "nli", "--limit", "6", "--ig-steps", "8", "-k", "3", "--rule", "z-prior",
+                 "--prior-weight", "0.5", "--out", str(out)]) == EXIT_OK
+    assert json.loads(capsys.readouterr().out)["vote_set"] != voted["vote_set"]
+    lines = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert all(len(line["principal"]) <= 3 for line in lines) and any(len(line["principal"]) == 3 for line in lines)
+    assert main(["-q", "vote", proj, "nli", "--limit", "6", "--rule", "loudest"]) == EXIT_USER_ERROR
+    assert "loudest" in capsys.readouterr().err
 
     assert main(["-q", "stats", proj, "nli", "--features", "null", "--min-count", "1"]) == EXIT_OK
     stats = json.loads(capsys.readouterr().out)
