@@ -87,8 +87,9 @@ class ReviewController(PanelController):
         self.undo_stack = QUndoStack(self)
         self.llm_dialog: LLMDialog | None = None
         self.last_test: Any = None
-        #: Slots per batch of a generate job (each batch is stored, then listed while the job runs).
-        self.chunk_size = 16
+        #: Slots per batch of a generate job (each batch is stored, then listed while the job runs);
+        #: ``None``: the engine's default (twice the LLM's concurrency, at least 4).
+        self.chunk_size: int | None = None
         #: Least seconds between two reloads of the candidates list while a generate job runs.
         self.live_interval_s = 1.0
         self._live_job: Any = None

@@ -220,7 +220,7 @@ def generate_counterbias(
     vote_set_id: int | None = None,
     judge: Sequence[str] | None = None,
     backend: ChatBackend | None = None,
-    chunk_size: int = 16,
+    chunk_size: int | None = None,
     progress: ProgressFn = no_progress,
     cancel: CancelToken | None = None,
 ) -> GenerateResult:
@@ -243,7 +243,9 @@ def generate_counterbias(
     backend
         An existing backend to use instead of creating one (not closed here).
     chunk_size
-        Slots per batch of LLM calls; each batch is stored before the next starts.
+        Slots per batch of LLM calls; each batch is stored before the next starts, and the rate
+        and time left are shown after each (default: twice the LLM's concurrency, at least 4 —
+        enough to keep every parallel request busy, small enough that the first rate shows early).
 
     Raises
     ------
@@ -295,6 +297,7 @@ def generate_counterbias(
             label_fn = _judge_fn(project, members, token) if settings.mode == "edit" and settings.repair_flip else None
             gen_progress = scaled(progress, 0.3, 0.9)
             gen_started = time.perf_counter()
+            chunk_size = chunk_size or max(4, 2 * int(llm_config.concurrency))
             for start in range(0, len(slots), chunk_size):
                 token.raise_if_cancelled()
                 chunk = slots[start : start + chunk_size]
