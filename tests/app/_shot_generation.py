@@ -27,6 +27,7 @@ def test_shot(qtbot, tmp_path, voted_project_template):  # noqa: F811
     dialog.model.setCurrentText("stub")
     dialog.base_url.setText(server.base_url)
     dialog.api_key_env.setText("")
+    dialog.concurrency.setValue(int(os.environ.get("SHOT_CONCURRENCY", "1")))  # batches of 4: the rate shows early
     dialog.accept()
     table = win.examples.table
     model = table.model()
@@ -35,8 +36,12 @@ def test_shot(qtbot, tmp_path, voted_project_template):  # noqa: F811
     table.selectionModel().select(sel, QItemSelectionModel.SelectionFlag.ClearAndSelect
                                   | QItemSelectionModel.SelectionFlag.Rows)
     win.show_review_tab()
+    seen = []
+    win.jobs.progressed.connect(lambda job, fraction, message: seen.append(message))
     win.review_panel.generate_selection.click()
-    qtbot.wait(int(float(os.environ.get("SHOT_AFTER_S", "12")) * 1000))
+    # the moment the job first reports its rate, let the panel repaint, then grab
+    qtbot.waitUntil(lambda: any("/min" in m for m in seen), timeout=300_000)
+    qtbot.wait(150)
     win.grab().save(os.environ.get("SHOT_PATH", "/tmp/shots/generation.png"))
     win.jobs.cancel_all() if hasattr(win.jobs, "cancel_all") else None
     win.jobs.wait_for_done(120_000)
