@@ -11,7 +11,7 @@ Predictors, each a ranking of the review's word types (P@5 = edited words among 
 divided by 5) and, for the votes, a set of principal words (precision = edited share of it):
 
 * every registered vote rule (:data:`engine.attribution.vote_rules.VOTE_RULES`): ``majority``
-  (the default), ``weighted-majority`` (dev accuracy above chance), ``rank-mean``,
+  (CoBA's vote), ``weighted-majority`` (dev accuracy above chance), ``rank-mean``,
   ``score-mean``, ``z-prior`` and ``z-tiebreak`` (prior: the train split's z-statistics),
   ``margin`` (the attributions are of the predicted class's probability; for two classes the
   runner-up's attribution is its negation, so the contrast is the negated scores);
@@ -265,6 +265,10 @@ def main() -> int:
 
     # ---------------------------------------------------------------- lexicons
     z = z_lexicon([r["Text"] for r in train_rows], [r["Sentiment"] for r in train_rows], "Positive")
+    # the prior the app's vote rules read (engine.attribution.word_prior: train split, words in >= 3 reviews)
+    from engine.attribution.word_prior import label_word_prior
+
+    app_prior = label_word_prior(project, train_ds.id)
     from vader import SentimentIntensityAnalyzer
 
     vader = dict(SentimentIntensityAnalyzer().lexicon)
@@ -288,17 +292,17 @@ def main() -> int:
         types = list(dict.fromkeys(key for w in seen for key in lexical_keys(w)))
         original, revision = pairs[2 * pair]["Text"], pairs[2 * pair + 1]["Text"]
         gold = {key for pos, key in edited_words(original, revision) if pos < len(seen)}
-        prior = {t: z.get(t, 0.0) for t in types}
+        prior = {t: app_prior.get(t, 0.0) for t in types}
         contrast = {m: {meth: -np.asarray(v) for meth, v in per.items()} for m, per in s.items()}
         context = VoteContext(member_weights=weights, prior=prior, contrast=contrast)
         for rule in rules:
             vote = vote_example(words, s, VoteSettings(k=k, rule=rule, threshold=threshold), context=context)
-            tally(f"vote: {rule}{' (default)' if rule == 'majority' else ''}").add(
+            tally(f"vote: {rule}{' (default)' if rule == VoteSettings().rule else ''}").add(
                 list(vote.ranked()), gold, k, list(vote.principal))
-        full = vote_example(words, s, VoteSettings(k=k, threshold=threshold))
+        full = vote_example(words, s, VoteSettings(k=k, threshold=threshold, rule="majority"))
         if len(methods_used) > 1:
             for meth in methods_used:
-                single = vote_example(words, {m: {meth: s[m][meth]} for m in s}, VoteSettings(k=k, threshold=threshold))
+                single = vote_example(words, {m: {meth: s[m][meth]} for m in s}, VoteSettings(k=k, threshold=threshold, rule="majority"))
                 tally(f"vote: majority, {meth} only").add(list(single.ranked()), gold, k, list(single.principal))
         for m in names_:
             tally(f"member {short[m]} (methods combined)").add(list(full.member_words[m]), gold, k)

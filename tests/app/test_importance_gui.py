@@ -86,6 +86,7 @@ def test_reopening_shows_the_stored_vote_with_its_settings(window, qtbot):
     panel = window.importance_panel
     window.show_importance_tab()
     assert panel.methods() == ["ig", "lime"] and panel.k.value() == 3 and panel.gender.isChecked()
+    assert panel.rule.currentText() == "z-prior"  # the stored vote's rule (the default)
     window.session.set_example(window.examples.model.example_at(0))
     window.importance.refresh_example()
     name = window.importance.members()[0].name

@@ -54,16 +54,16 @@ def test_principal_needs_tau_members() -> None:
         "m2": {"ig": [0, 0, 0, 0.7, 0, 0, 0.9, 0, 0]},
         "m3": {"ig": [0, 0.2, 0, 0.6, 0, 0, 0, 0.9, 0]},
     }
-    vote = vote_example(WORDS, scores, VoteSettings(k=2))
+    vote = vote_example(WORDS, scores, VoteSettings(k=2, rule="majority"))
     assert vote.votes == {"film": 1, "great": 3, "acting": 1, "superb": 1}
     assert vote.principal == ("great",)
     assert set(vote.spurious) == {"film", "acting", "superb"}
     assert vote.member_words["m2"] == ("acting", "great")
     # threshold 1: every voted word is principal
-    assert set(vote_example(WORDS, scores, VoteSettings(k=2, threshold=1)).principal) == {"great", "film", "acting", "superb"}
+    assert set(vote_example(WORDS, scores, VoteSettings(k=2, threshold=1, rule="majority")).principal) == {"great", "film", "acting", "superb"}
     # five members: tau = 3
     five = {**scores, "m4": {"ig": [0, 0.9, 0, 0, 0, 0, 0, 0, 0]}, "m5": {"ig": [0, 0.9, 0, 0, 0, 0, 0, 0, 0]}}
-    assert set(vote_example(WORDS, five, VoteSettings(k=2)).principal) == {"great", "film"}
+    assert set(vote_example(WORDS, five, VoteSettings(k=2, rule="majority")).principal) == {"great", "film"}
 
 
 def test_methods_combine_inside_each_member_before_the_vote() -> None:
@@ -72,10 +72,10 @@ def test_methods_combine_inside_each_member_before_the_vote() -> None:
         "m2": {"ig": [0, 0.9, 0, 0.8, 0, 0, 0, 0, 0], "lime": [0, 0.9, 0, 0.8, 0, 0, 0, 0, 0], "shapley": [0, 0.0, 0, 0.9, 0, 0, 0.1, 0, 0]},
         "m3": {"ig": [0, 0, 0, 0.8, 0, 0, 0.9, 0, 0], "lime": [0, 0, 0, 0.8, 0, 0, 0.9, 0, 0], "shapley": [0, 0, 0, 0.9, 0, 0, 0.1, 0, 0]},
     }
-    majority = vote_example(WORDS, scores, VoteSettings(k=2, combine="majority"))
+    majority = vote_example(WORDS, scores, VoteSettings(k=2, combine="majority", rule="majority"))
     assert majority.member_words == {"m1": ("film", "great"), "m2": ("film", "great"), "m3": ("acting", "great")}
     assert majority.principal == ("great", "film") and majority.spurious == ("acting",)
-    strict = vote_example(WORDS, scores, VoteSettings(k=2, combine="all"))
+    strict = vote_example(WORDS, scores, VoteSettings(k=2, combine="all", rule="majority"))
     assert strict.member_words == {"m1": ("great",), "m2": ("great",), "m3": ("acting", "great")}
     assert strict.principal == ("great",) and strict.spurious == ("acting",)
 
@@ -83,7 +83,7 @@ def test_methods_combine_inside_each_member_before_the_vote() -> None:
 def test_user_words_join_spurious_and_leave_principal() -> None:
     words = ["He", "is", "a", "great", "actor", "."]
     scores = {m: {"ig": [0.9, 0, 0, 0.8, 0.1, 0]} for m in ("a", "b", "c")}
-    vote = vote_example(words, scores, VoteSettings(k=2), user_words={"he", "actor", "she"})
+    vote = vote_example(words, scores, VoteSettings(k=2, rule="majority"), user_words={"he", "actor", "she"})
     assert vote.principal == ("great",)
     assert vote.spurious == ("actor", "he") and vote.user_words == ("actor", "he")
     assert vote.category("He") == "spurious" and vote.category("GREAT") == "principal"

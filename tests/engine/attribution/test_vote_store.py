@@ -33,7 +33,7 @@ def test_find_principal_words_stores_votes_and_reuses_them(ensemble) -> None:
     project, dataset, names, ids = ensemble
     methods = {"ig": {"n_steps": 8}, "lime": {"num_samples": 24}}
     run = find_principal_words(
-        project, dataset.id, names, methods=methods, vote=VoteSettings(k=5), wordlists=["gender"], user_words=["movie"], example_ids=ids
+        project, dataset.id, names, methods=methods, vote=VoteSettings(k=5, rule="majority"), wordlists=["gender"], user_words=["movie"], example_ids=ids
     )
     assert not run.reused and len(run.attributions) == 6
     assert all(a.computed == len(ids) for a in run.attributions)
@@ -52,11 +52,11 @@ def test_find_principal_words_stores_votes_and_reuses_them(ensemble) -> None:
     assert vote_summary(project, run.vote_set_id) == run.summary
 
     again = find_principal_words(
-        project, dataset.id, names, methods=methods, vote=VoteSettings(k=5), wordlists=["gender"], user_words=["movie"], example_ids=ids
+        project, dataset.id, names, methods=methods, vote=VoteSettings(k=5, rule="majority"), wordlists=["gender"], user_words=["movie"], example_ids=ids
     )
     assert again.reused and again.vote_set_id == run.vote_set_id
     # another K reuses the stored attributions: no forward pass at all
-    other = find_principal_words(project, dataset.id, names, methods=methods, vote=VoteSettings(k=3), example_ids=ids)
+    other = find_principal_words(project, dataset.id, names, methods=methods, vote=VoteSettings(k=3, rule="majority"), example_ids=ids)
     assert not other.reused and all(a.computed == 0 and a.forward_calls == 0 for a in other.attributions)
     assert len(vote_sets(project, dataset.id)) == 2
 

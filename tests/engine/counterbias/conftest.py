@@ -70,7 +70,7 @@ def voted_project_template(tmp_path_factory):
         config = EnsembleConfig(tuple(MemberSpec(f"r:{b}", b, {}, train) for b in TINY))
         train_ensemble(project, ds.id, config)
         find_principal_words(project, ds.id, [m.name for m in config.members], methods={"ig": {"n_steps": 8}},
-                             vote=VoteSettings(k=3), wordlists=("gender",))
+                             vote=VoteSettings(k=3, rule="majority"), wordlists=("gender",))
     finally:
         project.close()
     return path

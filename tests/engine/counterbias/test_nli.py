@@ -47,7 +47,7 @@ def nli_project(tmp_path):
     config = EnsembleConfig(tuple(MemberSpec(f"n:{b}", b, {}, train) for b in TINY))
     train_ensemble(project, ds.id, config)
     find_principal_words(project, ds.id, [m.name for m in config.members], methods={"ig": {"n_steps": 8}},
-                         vote=VoteSettings(k=3), wordlists=("gender",))
+                         vote=VoteSettings(k=3, rule="majority"), wordlists=("gender",))
     yield project
     project.close()
 
