@@ -203,6 +203,8 @@ def main() -> int:
     parser.add_argument("--reviews", type=int, default=50, help="CAD dev reviews (default 50)")
     parser.add_argument("--shortest", action="store_true", help="the shortest reviews instead of a seeded sample")
     parser.add_argument("--seed", type=int, default=11)
+    parser.add_argument("--first", type=int, default=None,
+                        help="keep only the first N of the chosen reviews (by id): a shorter run on the same sample")
     parser.add_argument("--project", type=Path, default=None, help="project file to create or reuse")
     parser.add_argument("--members", default=None, help="backbones (default: the default ensemble)")
     parser.add_argument("--preset", default="fast-cpu")
@@ -258,6 +260,8 @@ def main() -> int:
         chosen = sorted(usable, key=lambda r: (len(r["text"]), r["id"]))[: args.reviews]
     else:
         chosen = sorted(random.Random(args.seed).sample(usable, min(args.reviews, len(usable))), key=lambda r: r["id"])
+    if args.first:
+        chosen = chosen[: args.first]
     ids = [int(r["id"]) for r in chosen]
     originals = {int(r["id"]): r for r in chosen}
     human = {i: revision_of[norm_text(originals[i]["text"])]["Text"] for i in ids}
