@@ -206,7 +206,8 @@ def swap_gender(text: str, mapping: Mapping[str, str], *, grammar: bool = True) 
     Whole words only: a word is never swapped inside a longer word or a hyphenated compound
     (``god-awful`` stays), except after a prefix (``ex-wife`` → ``ex-husband``) or before
     ``-in-law``; a clitic is kept (``he's`` → ``she's``, ``actor's`` → ``actress's``); the case
-    pattern is kept (``He`` → ``She``, ``HIS`` → ``HER``). With ``grammar``, ``her`` / ``his``
+    pattern is kept (``He`` → ``She``, ``HIS`` → ``HER``); a word inside a name stays (``Stephen
+    King``, ``Prince Valiant``: a proper noun by the tagger, titles such as ``Mr.`` excepted). With ``grammar``, ``her`` / ``his``
     follow their part of speech (spaCy's tagger from :mod:`engine.text.nlp`, or a next-word rule
     without it): ``her`` → ``his`` before a noun, else ``him``; ``his`` → ``her`` before a noun,
     else ``hers``.
@@ -246,6 +247,28 @@ def swap_triple(triple: Triple, mapping: Mapping[str, str]) -> tuple[Triple, lis
     return Triple(*parts), swaps
 
 
+#: Titles swapped even inside a name ("Mr. Smith" -> "Ms. Smith").
+HONORIFICS = frozenset({"mr", "mrs", "ms", "miss", "sir", "madam"})
+
+
+def _in_name(word: str, tag: str | None, previous: str, following: str, before: str) -> bool:
+    """Whether a capitalised gendered word is part of a name ("Stephen King", "Prince Valiant"): kept as is.
+
+    Part of a name: capitalised (not all capitals, not a title such as ``Mr``), a proper noun by
+    the tagger when there is one, and next to another capitalised word — the word after it, or
+    the word before it when that one does not start the sentence.
+    """
+    if not word[:1].isupper() or word.isupper() or normalize(word) in HONORIFICS:
+        return False
+    if tag is not None and tag not in ("NNP", "NNPS"):
+        return False
+    head = before.rstrip()
+    joined = bool(previous) and head.endswith(previous)
+    previous_starts = not head[: len(head) - len(previous)].strip() or head[: len(head) - len(previous)].rstrip()[-1:] in ".!?"
+    after_name = joined and previous[:1].isupper() and not previous_starts
+    return after_name or (following[:1].isupper() and following[:1].isalpha())
+
+
 def _swap(text: str, mapping: Mapping[str, str], tags: Mapping[int, str] | None) -> tuple[str, list[tuple[str, str]]]:
     """The body of :func:`swap_gender`; ``tags``: Penn Treebank tag by character offset, or ``None``."""
     matches = list(_TOKEN.finditer(text))
@@ -259,6 +282,8 @@ def _swap(text: str, mapping: Mapping[str, str], tags: Mapping[int, str] | None)
         if following and following[0] not in ".,;:!?)\"" and i + 1 < len(matches):
             next_word = normalize(matches[i + 1].group(0))
         tag = tags.get(match.start()) if tags is not None else None
+        if _in_name(word, tag, matches[i - 1].group(0) if i else "", following, text[:match.start()]):
+            continue
         other = _counterpart(word, mapping, tag, next_word)
         if other is None:
             continue

@@ -40,7 +40,10 @@ def bundled():
 
 @pytest.mark.parametrize(("text", "expected"), [
     # word boundaries: never inside a word or a hyphenated compound
-    ("That was god-awful, God knows.", "That was god-awful, Goddess knows."),
+    ("That was god-awful, said the god.", "That was god-awful, said the goddess."),
+    # names: a gendered word inside a proper name stays; titles are swapped
+    ("Written by Stephen King, but not as solid as his stories.", "Written by Stephen King, but not as solid as her stories."),
+    ("The king met Prince Valiant.", "The queen met Prince Valiant."),
     ("Manhattan, a mankind of heroics; the man.", "Manhattan, a mankind of heroics; the woman."),
     ("actor2 and actor_x stay", "actor2 and actor_x stay"),
     # compounds after a prefix, and in-laws, are swapped as a whole
