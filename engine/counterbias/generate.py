@@ -10,7 +10,8 @@ replaces only the sentences that hold a principal triple or a principal content 
    gendered words to copy verbatim; the answer is checked (:func:`~engine.counterbias.edit.check_sentence`:
    changed, not far longer, every kept word present, nothing of the prompt's examples — a
    *prompt leak*) and repaired once (``edit_sentence_repair``) naming what was wrong, else the
-   slot fails with that reason;
+   sentence stays as it was (its ``failure`` says why); the slot fails, with that reason, only
+   when none of its sentences could be edited;
 3. the candidate is the original with just those sentences replaced (every other byte kept);
 4. flip strength: a candidate whose strongest principal words are still there, or that the
    ensemble still judges as the original label, gets one repair request per affected sentence
@@ -607,12 +608,24 @@ def _take_edit(slot: Slot, plan: FieldPlan, edit: SentenceEdit, answer: ChatResu
         edit.new = new
         return None
     edit.problems.append(problem.reason)
-    if final:
-        slot.fail("edit", f"Sentence {edit.index + 1} of the {plan.field}: {problem.message}", retriable=True,
-                  quality=True, reason=problem.reason,
-                  hint="Generate again (a retry samples anew), or use a stronger model.")
+    if final:  # the sentence stays as it was; the slot fails only if no sentence could be edited
+        edit.failure = f"Sentence {edit.index + 1} of the {plan.field}: {problem.message}"
         return None
     return problem.message
+
+
+def _fail_unedited(slot: Slot) -> None:
+    """Fail a slot none of whose sentences could be edited, with the first sentence's reason."""
+    if slot.error is not None:
+        return
+    edits = [e for p in slot.fields for e in p.edits]
+    if not edits or any(e.new is not None for e in edits):
+        return
+    first = next((e for e in edits if e.failure), None)
+    if first is None:
+        return
+    slot.fail("edit", first.failure, retriable=True, quality=True, reason=first.problems[-1] if first.problems else "",
+              hint="Generate again (a retry samples anew), or use a stronger model.")
 
 
 def _edit_chunk(client: CachedClient, slots: list[Slot], dataset: DatasetInfo, settings: GenerateSettings,
@@ -656,6 +669,8 @@ def _edit_chunk(client: CachedClient, slots: list[Slot], dataset: DatasetInfo, s
         second = client.chat_many(requests, cancel=token).results
         for (slot, plan, edit, _, _, _), answer in zip(retry, second, strict=True):
             _take_edit(slot, plan, edit, answer, guard, dataset.labels, final=True)
+    for slot in {id(j[0]): j[0] for j in jobs}.values():
+        _fail_unedited(slot)
 
     # 2. the candidate: the original with the edited sentences replaced
     def build(slot: Slot) -> None:

@@ -189,3 +189,17 @@ def test_reconstruct_mode_checks_spurious_words(voted_project, stub, tmp_path):
         assert row["meta"]["error"]["reason"] in {"missing words", "unusable"}
     else:
         assert "plot" in row["text"].lower() and "edit_distance" in row["meta"]
+
+
+def test_a_sentence_that_cannot_be_edited_stays_and_the_candidate_is_kept(voted_project, stub, tmp_path):
+    # two sentences hold principal words; the LLM edits one and twice returns the other unchanged
+    _dataset_with_vote(voted_project, tmp_path, principal=("great", "cold"))
+    cold = "The cinema was cold."
+    server = stub(reply=_dropping(lambda s: s if s == cold else edit_sentence(s),
+                                  lambda s: s if s == cold else edit_sentence(s)))
+    result, rows = _run(voted_project, server, swap_gender=False, repair_flip=False)
+    assert len(result.created) == 1, rows[0]["meta"].get("error")
+    assert rows[0]["text"] == REVIEW.replace(TARGET, "The plot is awful and the music is lovely.")  # cold one verbatim
+    edits = {e["sentence"]: e for e in rows[0]["meta"]["fields"][0]["edits"]}
+    assert edits[cold]["new"] is None and edits[cold]["problems"] == ["unchanged", "unchanged"]
+    assert "Sentence 3" in edits[cold]["failure"] and edits[TARGET]["failure"] is None
