@@ -316,10 +316,15 @@ def main() -> int:
 
     sentences = prompt_sentences()
 
+    from engine.attribution.wordlists import gender_pairs
+
+    gendered = {w for pair in gender_pairs() for w in pair}
+
     def text_stats(texts: list[str], keys: list[int]) -> dict[str, float]:
         if not texts:
             return {}
         kept_words = total_words = all_kept = 0
+        plain_kept = plain_total = plain_all = 0
         dist, leaked = [], 0
         for text, k in zip(texts, keys):
             keep = list((first.get(k) or {}).get("meta", {}).get("keep_words") or [])
@@ -327,11 +332,19 @@ def main() -> int:
             kept_words += len(found)
             total_words += len(keep)
             all_kept += len(found) == len(keep)
+            # gendered words are swapped on purpose (CoBA's gender swap): count the others on their own too
+            plain = [w for w in keep if w.lower() not in gendered]
+            found_plain = matched_words(text, plain) if plain else []
+            plain_kept += len(found_plain)
+            plain_total += len(plain)
+            plain_all += len(found_plain) == len(plain)
             o = words(originals[k]["text"])
             dist.append(edit_distance(o, words(text)) / max(len(o), 1))
             leaked += bool(leaks(text, originals[k]["text"], sentences))
         return {"spurious_words_kept": kept_words / total_words if total_words else float("nan"),
-                "all_spurious_kept": all_kept / len(texts), "edit_distance": sum(dist) / len(dist),
+                "all_spurious_kept": all_kept / len(texts),
+                "plain_kept": plain_kept / plain_total if plain_total else float("nan"),
+                "plain_all_kept": plain_all / len(texts), "edit_distance": sum(dist) / len(dist),
                 "bleu4": bleu4(texts, [originals[k]["text"] for k in keys]), "prompt_leaks": leaked}
 
     g_rates, h_rates = rates(gen_texts, gen_ids), rates(human_texts, ids)
@@ -357,6 +370,7 @@ def main() -> int:
                         ("tfidf", "flip rate, TF-IDF (IMDb)")):
         print(f"{label:<34}{f(g_rates[name]):>10}{f(h_rates[name]):>10}   (human on the same reviews {f(h_same[name])})")
     for key, label in (("spurious_words_kept", "spurious words kept (words)"), ("all_spurious_kept", "texts keeping all"),
+                       ("plain_kept", "  the same, gendered words left out"), ("plain_all_kept", "  texts keeping all of those"),
                        ("edit_distance", "word edit distance to original"), ("bleu4", "BLEU-4 against original")):
         print(f"{label:<34}{f(g_stats.get(key, float('nan'))):>10}{f(h_stats.get(key, float('nan'))):>10}")
     print(f"{'prompt leaks (texts)':<34}{g_stats.get('prompt_leaks', 0):>10}{h_stats.get('prompt_leaks', 0):>10}")

@@ -265,7 +265,9 @@ def _in_name(word: str, tag: str | None, previous: str, following: str, before: 
     head = before.rstrip()
     joined = bool(previous) and head.endswith(previous)
     previous_starts = not head[: len(head) - len(previous)].strip() or head[: len(head) - len(previous)].rstrip()[-1:] in ".!?"
-    after_name = joined and previous[:1].isupper() and not previous_starts
+    # with a tagger the word is a proper noun already: a capitalised word before it makes a name even at a
+    # sentence's start ("Stephen King cameos"); without one, a sentence's first word proves nothing
+    after_name = joined and previous[:1].isupper() and (tag is not None or not previous_starts)
     return after_name or (following[:1].isupper() and following[:1].isalpha())
 
 

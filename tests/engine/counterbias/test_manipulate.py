@@ -44,6 +44,7 @@ def bundled():
     # names: a gendered word inside a proper name stays; titles are swapped
     ("Written by Stephen King, but not as solid as his stories.", "Written by Stephen King, but not as solid as her stories."),
     ("The king met Prince Valiant.", "The queen met Prince Valiant."),
+    ("Stephen King cameos as his caretaker.", "Stephen King cameos as her caretaker."),
     ("Manhattan, a mankind of heroics; the man.", "Manhattan, a mankind of heroics; the woman."),
     ("actor2 and actor_x stay", "actor2 and actor_x stay"),
     # compounds after a prefix, and in-laws, are swapped as a whole
