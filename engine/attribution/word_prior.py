@@ -26,23 +26,23 @@ from engine.text import segment
 if TYPE_CHECKING:
     from engine.store.project import Project
 
-__all__ = ["label_word_prior", "word_prior_from_texts"]
+__all__ = ["label_word_prior", "label_word_z", "word_prior_from_texts", "word_z_by_label"]
 
-_CACHE: dict[tuple[str, int, str, tuple[str, ...], int], dict[str, float]] = {}
+_CACHE: dict[tuple[str, int, str, tuple[str, ...], int], dict[str, dict[str, float]]] = {}
 _LOCK = threading.Lock()
 
 
-def word_prior_from_texts(texts: Sequence[str], labels: Sequence[str], *, min_count: int = 3) -> dict[str, float]:
-    """Word -> the largest z over labels of its label share (word presence per text).
+def word_z_by_label(texts: Sequence[str], labels: Sequence[str], *, min_count: int = 3) -> dict[str, dict[str, float]]:
+    """Label -> word -> z of the label's share among the texts holding the word (signed: > 0 goes with it).
 
     Words in fewer than ``min_count`` texts are left out (their z says little).
 
     Examples
     --------
     >>> texts = ["great film", "great cast", "great plot", "dull film", "dull cast", "dull plot"]
-    >>> prior = word_prior_from_texts(texts, ["pos"] * 3 + ["neg"] * 3)
-    >>> round(prior["great"], 2), round(prior["film"], 2)
-    (1.73, 0.0)
+    >>> z = word_z_by_label(texts, ["pos"] * 3 + ["neg"] * 3)
+    >>> round(z["pos"]["great"], 2), round(z["pos"]["dull"], 2), round(z["neg"]["film"], 2)
+    (1.73, -1.73, 0.0)
     """
     from engine.stats.zstats import z_scores
 
@@ -65,25 +65,43 @@ def word_prior_from_texts(texts: Sequence[str], labels: Sequence[str], *, min_co
         return {}
     matrix = np.stack([counts[w] for w in words])
     share = totals / totals.sum()
-    best = np.full(len(words), -np.inf)
+    out: dict[str, dict[str, float]] = {}
     for j, p0 in enumerate(share):
         if not 0.0 < p0 < 1.0:
             continue
         two = np.stack([matrix.sum(axis=1) - matrix[:, j], matrix[:, j]], axis=1)
         _, _, z = z_scores(two, float(p0))
-        best = np.maximum(best, np.nan_to_num(z[:, 1], nan=-np.inf))
-    return {w: float(best[i]) for i, w in enumerate(words) if np.isfinite(best[i])}
+        out[names[j]] = {w: float(z[i, 1]) for i, w in enumerate(words) if np.isfinite(z[i, 1])}
+    return out
 
 
-def label_word_prior(project: Project, dataset_id: int, *, field: str | None = None) -> dict[str, float]:
-    """The word prior of a dataset version (see the module doc), cached per process.
+def word_prior_from_texts(texts: Sequence[str], labels: Sequence[str], *, min_count: int = 3) -> dict[str, float]:
+    """Word -> the largest z over labels of its label share (:func:`word_z_by_label`).
+
+    Examples
+    --------
+    >>> texts = ["great film", "great cast", "great plot", "dull film", "dull cast", "dull plot"]
+    >>> prior = word_prior_from_texts(texts, ["pos"] * 3 + ["neg"] * 3)
+    >>> round(prior["great"], 2), round(prior["film"], 2)
+    (1.73, 0.0)
+    """
+    best: dict[str, float] = {}
+    for per_word in word_z_by_label(texts, labels, min_count=min_count).values():
+        for w, z in per_word.items():
+            if z > best.get(w, -np.inf):
+                best[w] = z
+    return best
+
+
+def label_word_z(project: Project, dataset_id: int, *, field: str | None = None) -> dict[str, dict[str, float]]:
+    """:func:`word_z_by_label` of a dataset version's train split (else every labelled row), cached per process.
 
     Parameters
     ----------
     project
         The open project.
     dataset_id
-        The dataset version whose labels define the prior.
+        The dataset version whose labels define the statistics.
     field
         The text field (default: the dataset's last text field: ``text`` or ``hypothesis``).
     """
@@ -106,7 +124,17 @@ def label_word_prior(project: Project, dataset_id: int, *, field: str | None = N
             if row.get("label") not in (None, ""):
                 texts.append(str(row.get(field) or ""))
                 labels.append(str(row["label"]))
-    prior = word_prior_from_texts(texts, labels)
+    by_label = word_z_by_label(texts, labels)
     with _LOCK:
-        _CACHE[key] = prior
-    return prior
+        _CACHE[key] = by_label
+    return by_label
+
+
+def label_word_prior(project: Project, dataset_id: int, *, field: str | None = None) -> dict[str, float]:
+    """The word prior of a dataset version (see the module doc): each word's largest z over the labels."""
+    best: dict[str, float] = {}
+    for per_word in label_word_z(project, dataset_id, field=field).values():
+        for w, z in per_word.items():
+            if z > best.get(w, -np.inf):
+                best[w] = z
+    return best

@@ -30,6 +30,7 @@ __all__ = [
     "check_sentence",
     "clean_sentence",
     "has_word",
+    "label_lean",
     "missing_words",
     "surface_words",
 ]
@@ -137,8 +138,40 @@ def _norm(text: str) -> str:
 MAX_SENTENCE_DISTANCE = 0.8
 
 
+#: How far (in summed word z) an edit may move a sentence *away* from its target label before it is refused.
+MAX_WRONG_LEAN = 2.0
+
+
+def label_lean(z_target: Mapping[str, float], min_z: float = 2.0) -> Callable[[str], float]:
+    """How much a text leans to one label: the sum of its distinct words' z toward it (``|z| >= min_z`` only).
+
+    Examples
+    --------
+    >>> lean = label_lean({"great": 5.0, "dull": -4.0, "film": 0.3})
+    >>> lean("A great film."), lean("A dull, dull film.")
+    (5.0, -4.0)
+    """
+    strong = {w: z for w, z in z_target.items() if abs(z) >= min_z}
+
+    def lean(text: str) -> float:
+        return float(sum(strong.get(k, 0.0) for k in {w.key for w in segment(text) if w.is_lexical}))
+
+    lean.strong = strong  # type: ignore[attr-defined]
+    return lean
+
+
+def _wrong_words(new: str, sentence: str, strong: Mapping[str, float]) -> list[str]:
+    """Words the edit added that go against the target, or removed that went with it."""
+    a = {w.key: w.text for w in segment(sentence) if w.is_lexical}
+    b = {w.key: w.text for w in segment(new) if w.is_lexical}
+    added = [b[k] for k in b if k not in a and strong.get(k, 0.0) < 0]
+    removed = [a[k] for k in a if k not in b and strong.get(k, 0.0) > 0]
+    return added + removed
+
+
 def check_sentence(new: str, sentence: str, keep: Sequence[str], *, guard: LeakGuard | None = None,
-                   original_text: str = "", labels: Sequence[str] = (), others: Sequence[str] = ()) -> Check | None:
+                   original_text: str = "", labels: Sequence[str] = (), others: Sequence[str] = (),
+                   lean: Callable[[str], float] | None = None, target: str = "") -> Check | None:
     """Why an edited sentence cannot be used, or ``None`` when it can.
 
     ``sentence`` is the sentence sent for editing, ``keep`` the words it must still contain,
@@ -179,6 +212,11 @@ def check_sentence(new: str, sentence: str, keep: Sequence[str], *, guard: LeakG
         leaked = guard.find(new, original_text)
         if leaked:
             return Check("prompt leak", f'It copies "{leaked}" from the examples, which do not belong to this text.')
+    if lean is not None and lean(new) - lean(sentence) < -MAX_WRONG_LEAN:
+        wrong = _wrong_words(new, sentence, getattr(lean, "strong", {}))
+        named = ", ".join(f'"{w}"' for w in wrong[:4]) or "its new words"
+        return Check("wrong direction", f"It reads less {target or 'like the wanted label'} than before: {named} "
+                     f"point the other way. Use words that express {target or 'the wanted label'}.")
     return None
 
 

@@ -59,7 +59,18 @@ from contextlib import closing, nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from engine.counterbias.edit import FUNCTION_WORDS, SentenceEdit, assemble, check_sentence, clean_sentence, has_word, missing_words, surface_words
+from engine.attribution.word_prior import label_word_z
+from engine.counterbias.edit import (
+    FUNCTION_WORDS,
+    SentenceEdit,
+    assemble,
+    check_sentence,
+    clean_sentence,
+    has_word,
+    label_lean,
+    missing_words,
+    surface_words,
+)
 from engine.counterbias.leak import LeakGuard
 from engine.counterbias.manipulate import (
     arrange,
@@ -155,6 +166,8 @@ class Slot:
     attempt: int = 0
     repairs: dict[str, int] = field(default_factory=dict)
     mode: str = "edit"
+    #: How a text leans to the target label (the labels' word z-statistics), or ``None``.
+    lean: Any = None
 
     def fail(self, step: str, message: str, *, retriable: bool, hint: str = "", quality: bool = False,
              reason: str = "") -> None:
@@ -292,6 +305,11 @@ def generate_counterbias(
             result.triples_failed = triples.failed_ids
             votes = _votes(project, dataset, vote_set, vote_set_id is not None, ids)
             slots, result.skipped = _plan(project, dataset, ids, votes, settings, key, fields)
+            if settings.mode == "edit":  # an edited sentence must not lean further from its target than before
+                by_label = label_word_z(project, dataset.id)
+                for slot in slots:
+                    if slot.target in by_label:
+                        slot.lean = label_lean(by_label[slot.target])
             mapping = _gender_mapping() if settings.swap_gender else {}
             members = list(judge) if judge is not None else list(vote_set["params"].get("models") or [])
             guard = LeakGuard.from_prompts(LEAK_SOURCES[settings.mode])
@@ -603,7 +621,7 @@ def _take_edit(slot: Slot, plan: FieldPlan, edit: SentenceEdit, answer: ChatResu
     edit.raw.append(answer.text)
     new = clean_sentence(answer.text, edit.sentence)
     problem = check_sentence(new, edit.sentence, edit.keep, guard=guard, original_text=plan.original, labels=labels,
-                             others=plan.others)
+                             others=plan.others, lean=slot.lean, target=slot.target)
     if problem is None:
         edit.new = new
         return None
@@ -739,7 +757,7 @@ def _repair_flips(client: CachedClient, slots: list[Slot], dataset: DatasetInfo,
         edit.raw.append(answer.text)
         new = clean_sentence(answer.text, edit.sentence)
         problem = check_sentence(new, edit.sentence, edit.keep, guard=guard, original_text=plan.original,
-                                 labels=dataset.labels, others=plan.others)
+                                 labels=dataset.labels, others=plan.others, lean=slot.lean, target=slot.target)
         if problem is None and new != edit.new:
             edit.new = new
             plan.flip["repaired"].append(edit.index)

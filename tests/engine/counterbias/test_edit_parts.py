@@ -52,3 +52,19 @@ def test_an_answer_copying_the_context_or_replacing_the_sentence_is_refused():
     assert check_sentence(doubled, sentence, [], others=sentences).reason == "wrong sentence"
     assert check_sentence("A masterpiece from start to finish, truly.", sentence, [], others=sentences).reason == "not an edit"
     assert check_sentence("The plot is dull and the music is lovely.", sentence, [], others=sentences) is None
+
+
+def test_an_edit_leaning_away_from_the_target_is_refused():
+    from engine.attribution.word_prior import word_z_by_label
+    from engine.counterbias.edit import check_sentence, label_lean
+
+    texts = [f"a good film {i}" for i in range(6)] + [f"a bad film {i}" for i in range(6)]
+    z = word_z_by_label(texts, ["Positive"] * 6 + ["Negative"] * 6)
+    lean = label_lean(z["Positive"])
+    wrong = check_sentence("It is a bad one to watch.", "It is a good one to watch.", [], lean=lean, target="Positive")
+    assert wrong is not None and wrong.reason == "wrong direction" and '"bad"' in wrong.message
+    assert check_sentence("It is a good one to watch.", "It is a bad one to watch.", [], lean=lean,
+                          target="Positive") is None
+    # words without a clear label (film) or unknown to the data change nothing
+    assert check_sentence("It is a bad movie to watch.", "It is a bad film to watch.", [], lean=lean,
+                          target="Positive") is None
