@@ -28,7 +28,7 @@ from engine.stats.zstats import significance_curve
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["competency_figure", "downstream_figure", "render_html", "tables", "write_html", "write_pdf"]
+__all__ = ["check_target", "competency_figure", "downstream_figure", "render_html", "tables", "write_html", "write_pdf"]
 
 #: Colours of the original and the augmented version (Okabe-Ito blue and orange: colour-blind safe).
 BEFORE_COLOR = "#0072B2"
@@ -381,11 +381,27 @@ def render_html(report: Report, *, dpi: int = 110) -> str:
     return "\n".join(out)
 
 
-def _atomic_write(path: str | Path, write: Callable[[Any], None], mode: str) -> Path:
+def check_target(path: str | Path) -> Path:
+    """Fail early (before a report is built) when ``path`` cannot be written.
+
+    Raises
+    ------
+    ReportExportError
+        When the folder is missing, not writable, or ``path`` is a folder.
+    """
     path = Path(path)
+    if path.is_dir():
+        raise ReportExportError(f"{str(path)!r} is a folder.", "Give a file name, e.g. report.html.")
     if not path.parent.is_dir():
         raise ReportExportError(f"The folder {str(path.parent)!r} does not exist.",
                                 "Choose an existing folder for the report.")
+    if not os.access(path.parent, os.W_OK):
+        raise ReportExportError(f"Cannot write into {str(path.parent)!r}.", "Choose a folder you can write to.")
+    return path
+
+
+def _atomic_write(path: str | Path, write: Callable[[Any], None], mode: str) -> Path:
+    path = check_target(path)
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
     except OSError as exc:
