@@ -28,7 +28,8 @@ from engine.stats.zstats import significance_curve
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["check_target", "competency_figure", "downstream_figure", "render_html", "tables", "write_html", "write_pdf"]
+__all__ = ["check_target", "competency_figure", "downstream_figure", "render_html", "tables", "write_html", "write_pdf",
+           "write_rendered_html"]
 
 #: Colours of the original and the augmented version (Okabe-Ito blue and orange: colour-blind safe).
 BEFORE_COLOR = "#0072B2"
@@ -432,7 +433,17 @@ def write_html(report: Report, path: str | Path, *, dpi: int = 110) -> Path:
     ReportExportError
         When the folder is missing or not writable.
     """
-    text = render_html(report, dpi=dpi)
+    return write_rendered_html(render_html(report, dpi=dpi), path)
+
+
+def write_rendered_html(text: str, path: str | Path) -> Path:
+    """Write HTML already made by :func:`render_html` to ``path`` (atomically).
+
+    Raises
+    ------
+    ReportExportError
+        When the folder is missing or not writable.
+    """
     return _atomic_write(path, lambda f: f.write(text), "w")
 
 
