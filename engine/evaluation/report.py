@@ -211,6 +211,11 @@ class Report:
         """The ``k`` features whose |z| rose most (only real rises)."""
         return [r for r in reversed(self.delta[-k:]) if r.abs_change > 0]
 
+    def biased(self, k: int = 15) -> list[DeltaRow]:
+        """The ``k`` features significant in the original with the highest z, and what became of them."""
+        rows = [r for r in self.delta if r.significant_before]
+        return sorted(rows, key=lambda r: (-r.z_before, r.feature_index))[:k]
+
     def delta_of(self, feature: str) -> DeltaRow | None:
         """The row of one feature (``None`` when it was not tested in the original)."""
         return next((r for r in self.delta if r.feature == feature), None)

@@ -82,6 +82,8 @@ def tables(report: Report, k: int = TOP_K) -> dict[str, list[Table]]:
                             f"{totals.undecided:,}", f"{totals.failed:,}", f"{totals.passing:,}"))
     out: dict[str, list[Table]] = {
         "delta-z": [
+            Table("biased", f"Features significant in the original (top {k} by z before; * significant)", delta_head,
+                  delta_rows(report.biased(k)), num),
             Table("dropped", f"|z| dropped most (top {k}; * significant)", delta_head, delta_rows(report.dropped(k)),
                   num),
             Table("rose", f"|z| rose most (top {k}; * significant)", delta_head, delta_rows(report.rose(k)), num),
@@ -157,7 +159,8 @@ def draw_competency(fig: Figure, report: Report, rect: Sequence[float] = (0.07, 
 
     x is the feature count n (log), y is p̂(label | feature); the original in blue, the augmented
     version in orange, each with its significance curve; arrows follow the ``annotate`` features
-    whose |z| dropped most from before to after.
+    most biased in the original (or, when none is significant, whose |z| dropped most) from before
+    to after.
     """
     import numpy as np
     from matplotlib.ticker import FuncFormatter, NullFormatter
@@ -171,7 +174,7 @@ def draw_competency(fig: Figure, report: Report, rect: Sequence[float] = (0.07, 
     n_max = max(float(after.n.max(initial=1)), float(before.n.max(initial=1)), 10.0)
     n_min = max(min(before.min_count, after.min_count), 1)
     curve_n = np.logspace(np.log10(n_min), np.log10(n_max), 200)
-    top = report.dropped(annotate)
+    top = report.biased(annotate) or report.dropped(annotate)
     axes = []
     handles = []
     for j, label in enumerate(labels):
@@ -257,10 +260,11 @@ def draw_downstream(fig: Figure, report: Report, rect: Sequence[float] = (0.08, 
                color=colors[s % len(colors)], error_kw={"elinewidth": 1, "ecolor": "#222222"})
     ax.set_xticks(x, tests, fontsize=8)
     ax.set_ylabel("accuracy (%)", fontsize=9)
-    ax.set_ylim(0, 105)
+    ax.set_ylim(0, 118)
+    ax.set_yticks(range(0, 101, 20))
     ax.grid(True, axis="y", alpha=0.25)
     ax.tick_params(labelsize=8)
-    ax.legend(fontsize=7, loc="lower right", framealpha=0.9)
+    ax.legend(fontsize=7, loc="upper center", ncols=min(len(series), 4), framealpha=0.9)
     ax.set_title("mean ± 95% CI over seeds", fontsize=9)
 
 
@@ -361,7 +365,7 @@ def render_html(report: Report, *, dpi: int = 110) -> str:
     section("competency", f'<img alt="competency plot" src="{_png_data_uri(competency_figure(report), dpi)}">'
             "<p>Each point is a feature: its count n and the share of its examples with the label. Blue: the "
             "original; orange: the augmented version; dashed: the Bonferroni significance curve of each; arrows: "
-            "the features whose |z| dropped most.</p>")
+            "where the most biased features of the original moved.</p>")
     section("delta-z", "".join(_html_table(t) for t in parts["delta-z"]))
     status = status_figure(report)
     section("candidates", "".join(_html_table(t) for t in parts["candidates"])
@@ -571,7 +575,7 @@ def write_pdf(report: Report, path: str | Path) -> Path:
             pages.heading(titles["competency"])
             pages.plot(4.0, lambda fig, rect: draw_competency(fig, report, rect))
             pages.text("Blue: the original; orange: the augmented version; dashed: each one's significance "
-                       "curve; arrows: the features whose |z| dropped most.", 8, color="#555555")
+                       "curve; arrows: where the most biased features of the original moved.", 8, color="#555555")
             pages.heading(titles["delta-z"])
             for t in parts["delta-z"]:
                 pages.table(t)
