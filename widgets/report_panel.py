@@ -8,7 +8,12 @@ signals that :class:`app.controllers.report.ReportController` turns into jobs.
 
 from __future__ import annotations
 
+import base64
+import re
+import struct
+
 from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
@@ -66,7 +71,8 @@ class ReportPanel(QWidget):
 
         self.contents = QListWidget()
         self.contents.setObjectName("reportContents")
-        self.contents.setMaximumWidth(260)
+        self.contents.setMaximumWidth(300)
+        self.contents.setWordWrap(True)
         for key, title in SECTIONS:
             item = QListWidgetItem(title)
             item.setData(Qt.ItemDataRole.UserRole, key)
@@ -89,12 +95,14 @@ class ReportPanel(QWidget):
         split.addWidget(self.contents)
         split.addWidget(self.browser)
         split.setStretchFactor(1, 1)
-        split.setSizes([220, 1000])
+        split.setSizes([250, 1000])
         layout = QVBoxLayout(self)
         layout.addLayout(top)
         layout.addWidget(split, 1)
         self._has_report = False
         self._can_refresh = False
+        self._html = ""
+        self._fitted_width = 0
         self.set_dataset(None, [])
 
     # ------------------------------------------------------------------ public
@@ -133,8 +141,9 @@ class ReportPanel(QWidget):
         """Show a rendered report (the HTML of :func:`~engine.evaluation.report_render.render_html`)."""
         self.set_busy(False)
         self.title.setText(title)
-        self.browser.setHtml(html_text)
+        self._html = html_text
         self._has_report = True
+        self._fit_to_width(force=True)
         self._update_buttons()
 
     def show_message(self, text: str) -> None:
@@ -150,7 +159,47 @@ class ReportPanel(QWidget):
         """Whether a report is shown (the export buttons are enabled)."""
         return self._has_report
 
+    def content_width(self) -> int:
+        """Pixels a plot may take in the browser (its width less the page margins)."""
+        return max(self.browser.viewport().width() - 80, 300)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802
+        super().resizeEvent(event)
+        if self._has_report:
+            self._fit_to_width()
+
+    def _fit_to_width(self, force: bool = False) -> None:
+        """Show the report with its plots scaled down to the browser's width (Qt ignores max-width)."""
+        width = self.content_width()
+        if not force and abs(width - self._fitted_width) < 40:
+            return
+        self._fitted_width = width
+        bar = self.browser.verticalScrollBar()
+        share = bar.value() / bar.maximum() if bar.maximum() else 0.0
+        self.browser.setHtml(fit_images(self._html, width))
+        bar.setValue(round(share * bar.maximum()))
+
     def _update_buttons(self) -> None:
         self.html_button.setEnabled(self._has_report)
         self.pdf_button.setEnabled(self._has_report)
         self.contents.setEnabled(self._has_report)
+
+
+_IMG = re.compile(r'<img ([^>]*?)src="data:image/png;base64,([A-Za-z0-9+/=]{32})')
+
+
+def fit_images(html_text: str, width: int) -> str:
+    """``html_text`` with every inline PNG wider than ``width`` pixels given a ``width``/``height`` that fit.
+
+    The size is read from the PNG header (bytes 16–24 of the data), so nothing is decoded.
+    """
+
+    def scale(match: re.Match) -> str:
+        head = base64.b64decode(match.group(2))
+        w, h = struct.unpack(">II", head[16:24])
+        if w <= width:
+            return match.group(0)
+        return f'<img width="{width}" height="{round(h * width / w)}" {match.group(1)}src="data:image/png;base64,' \
+               f"{match.group(2)}"
+
+    return _IMG.sub(scale, html_text)

@@ -18,7 +18,7 @@ from app.jobs import Job, JobRunner
 from app.session import Session
 from engine.errors import CounterbiasError
 from engine.evaluation.report import Report, build_report
-from engine.evaluation.report_render import check_target, render_html, write_html, write_pdf, write_rendered_html
+from engine.evaluation.report_render import check_target, render_html, write_html, write_pdf
 from engine.progress import CancelToken, ProgressFn, scaled
 from engine.store import DatasetInfo, Project
 from widgets.error_dialog import show_error
@@ -27,14 +27,14 @@ from widgets.report_panel import ReportPanel
 __all__ = ["ReportController", "build_and_render"]
 
 
-def build_and_render(project: Project, dataset_id: int, augmented_id: int | None, *, progress: ProgressFn,
-                     cancel: CancelToken) -> tuple[Report, str]:
-    """The report of a dataset and its HTML (the job *Refresh* runs)."""
+def build_and_render(project: Project, dataset_id: int, augmented_id: int | None, max_width_px: int | None = None,
+                     *, progress: ProgressFn, cancel: CancelToken) -> tuple[Report, str]:
+    """The report of a dataset and its HTML with plots at most ``max_width_px`` wide (the job *Refresh* runs)."""
     report = build_report(project, dataset_id, augmented_id=augmented_id, progress=scaled(progress, 0.0, 0.85),
                           cancel=cancel)
     cancel.raise_if_cancelled()
     progress(0.85, "drawing the plots")
-    text = render_html(report)
+    text = render_html(report, max_width_px=max_width_px)
     progress(1.0, "report ready")
     return report, text
 
@@ -42,6 +42,11 @@ def build_and_render(project: Project, dataset_id: int, augmented_id: int | None
 def _write_pdf(report: Report, path: Path, *, progress: ProgressFn, cancel: CancelToken) -> Path:
     progress(0.0, f"writing {path.name}")
     return write_pdf(report, path)
+
+
+def _write_html(report: Report, path: Path, *, progress: ProgressFn, cancel: CancelToken) -> Path:
+    progress(0.0, f"writing {path.name}")
+    return write_html(report, path)
 
 
 class ReportController(PanelController):
@@ -85,7 +90,7 @@ class ReportController(PanelController):
         key = (dataset.id, augmented)
         self._built_for = key
         self.panel.set_busy(True)
-        job = self.jobs.start(build_and_render, project, dataset.id, augmented, title=f"Report of {dataset.name}",
+        job = self.jobs.start(build_and_render, project, dataset.id, augmented, self.panel.content_width(), title=f"Report of {dataset.name}",
                               kind="report", when_busy="cancel", report_errors=False)
 
         def done(result: tuple[Report, str]) -> None:
@@ -130,23 +135,18 @@ class ReportController(PanelController):
         return Path(path)
 
     def export(self, kind: str, path: str | Path) -> Job | None:
-        """Write the shown report to ``path``: HTML at once (it is rendered already), PDF as a job."""
+        """Write the shown report to ``path`` as a job (full-resolution plots, whatever the panel's width)."""
         if self.report is None:
             return None
         path = Path(path)
         try:
             check_target(path)
-            if kind == "html":
-                if self.html is None:
-                    write_html(self.report, path)
-                else:
-                    write_rendered_html(self.html, path)
-                self.status(f"wrote {path}", 8000)
-                return None
         except CounterbiasError as exc:
             self.show_error(exc)
             return None
-        job = self.jobs.start(_write_pdf, self.report, path, title=f"Report PDF {path.name}", kind="report-export")
+        write = _write_pdf if kind == "pdf" else _write_html
+        job = self.jobs.start(write, self.report, path, title=f"Report {kind.upper()} {path.name}",
+                              kind="report-export")
         job.on_finished(lambda written: self.status(f"wrote {written}", 8000))
         return job
 

@@ -217,14 +217,16 @@ def draw_competency(fig: Figure, report: Report, rect: Sequence[float] = (0.07, 
         if j:
             ax.tick_params(labelleft=False)
     axes[0].set_ylabel(r"$\hat{p}$(label | feature)", fontsize=9)
-    fig.legend(handles=handles, fontsize=7, ncols=2, loc="lower center", frameon=False,
-               bbox_to_anchor=(left + width / 2, bottom + height + 0.01), bbox_transform=fig.transFigure)
+    # above the panel titles: 0.3 inch over the axes, whatever the figure's height
+    fig.legend(handles=handles, fontsize=8, ncols=2, loc="lower center", frameon=False,
+               bbox_to_anchor=(left + width / 2, bottom + height + 0.3 / fig.get_figheight()),
+               bbox_transform=fig.transFigure)
 
 
 def competency_figure(report: Report) -> Figure:
     """The overlaid competency plot as a stand-alone figure."""
     fig = _figure(min(4.2 * len(report.before.labels) + 0.8, 13.0), 4.8)
-    draw_competency(fig, report, (0.07, 0.11, 0.91, 0.72))
+    draw_competency(fig, report, (0.07, 0.11, 0.91, 0.74))
     return fig
 
 
@@ -307,7 +309,9 @@ def status_figure(report: Report) -> Figure | None:
     return fig
 
 
-def _png_data_uri(fig: Figure, dpi: int = 110) -> str:
+def _png_data_uri(fig: Figure, dpi: float = 110, max_width_px: int | None = None) -> str:
+    if max_width_px:
+        dpi = max(min(dpi, max_width_px / fig.get_figwidth()), 50)
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=dpi)
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
@@ -344,8 +348,16 @@ def _html_table(table: Table) -> str:
             f"<caption>{html.escape(table.caption)}</caption><tr>{head}</tr>{body}</table>")
 
 
-def render_html(report: Report, *, dpi: int = 110) -> str:
-    """The report as one self-contained HTML document (inline CSS, plots as base64 PNG)."""
+def render_html(report: Report, *, dpi: float = 110, max_width_px: int | None = None) -> str:
+    """The report as one self-contained HTML document (inline CSS, plots as base64 PNG).
+
+    Parameters
+    ----------
+    dpi
+        Resolution of the plots.
+    max_width_px
+        Draw each plot at most this wide (a lower resolution for it), e.g. to fit a viewer's width.
+    """
     parts = tables(report)
     titles = dict(SECTIONS)
     out = [
@@ -362,20 +374,20 @@ def render_html(report: Report, *, dpi: int = 110) -> str:
 
     section("summary", '<ul class="summary">' + "".join(f"<li>{html.escape(s)}</li>"
                                                        for s in _summary_lines(report)) + "</ul>")
-    section("competency", f'<img alt="competency plot" src="{_png_data_uri(competency_figure(report), dpi)}">'
+    section("competency", f'<img alt="competency plot" src="{_png_data_uri(competency_figure(report), dpi, max_width_px)}">'
             "<p>Each point is a feature: its count n and the share of its examples with the label. Blue: the "
             "original; orange: the augmented version; dashed: the Bonferroni significance curve of each; arrows: "
             "where the most biased features of the original moved.</p>")
     section("delta-z", "".join(_html_table(t) for t in parts["delta-z"]))
     status = status_figure(report)
     section("candidates", "".join(_html_table(t) for t in parts["candidates"])
-            + (f'<img alt="candidates per method" src="{_png_data_uri(status, dpi)}">' if status else ""))
+            + (f'<img alt="candidates per method" src="{_png_data_uri(status, dpi, max_width_px)}">' if status else ""))
     section("reasons", "".join(_html_table(t) for t in parts["reasons"]))
     section("flip-rates", "".join(_html_table(t) for t in parts["flip-rates"])
             if report.flips else '<p class="empty">No candidate has been judged by the ensemble.</p>')
     down = downstream_figure(report)
     section("downstream", "".join(_html_table(t) for t in parts["downstream"])
-            + (f'<img alt="downstream accuracy" src="{_png_data_uri(down, dpi)}">' if down else
+            + (f'<img alt="downstream accuracy" src="{_png_data_uri(down, dpi, max_width_px)}">' if down else
                '<p class="empty">No downstream evaluation is stored in the project (run <code>counterbias evaluate'
                "</code>).</p>"))
     section("diversity", "".join(_html_table(t) for t in parts["diversity"])
@@ -573,7 +585,7 @@ def write_pdf(report: Report, path: str | Path) -> Path:
             for line in _summary_lines(report):
                 pages.text("• " + line)
             pages.heading(titles["competency"])
-            pages.plot(4.0, lambda fig, rect: draw_competency(fig, report, rect))
+            pages.plot(4.2, lambda fig, rect: draw_competency(fig, report, rect), inset=(0.55, 0.45, 0.15, 0.8))
             pages.text("Blue: the original; orange: the augmented version; dashed: each one's significance "
                        "curve; arrows: where the most biased features of the original moved.", 8, color="#555555")
             pages.heading(titles["delta-z"])

@@ -46,8 +46,10 @@ def test_report_tab_refreshes_as_a_job_and_exports(window, qtbot, tmp_path):
     panel.contents.itemClicked.emit(panel.contents.item(len(SECTIONS) - 1))
 
     html = tmp_path / "out.html"
-    window.report.export("html", html)
-    assert html.read_text(encoding="utf-8") == window.report.html
+    with qtbot.waitSignal(window.jobs.finished, timeout=60_000):
+        window.report.export("html", html)  # full-resolution plots, not the panel's fitted ones
+    written = html.read_text(encoding="utf-8")
+    assert all(f'id="{key}"' in written for key, _ in SECTIONS) and written.count("data:image/png;base64,") == 2
     pdf = tmp_path / "out.pdf"
     with qtbot.waitSignal(window.jobs.finished, timeout=60_000):
         window.report.export("pdf", pdf)
