@@ -138,3 +138,44 @@ def test_cli_report(proj, tmp_path, capsys):
     assert main(["-q", "report", str(proj), "--dataset", "nope"]) == 3
     assert main(["-q", "report", str(proj), "--dataset", "reviews", "--pdf", str(tmp_path / "no" / "x.pdf")]) == 3
     assert "CB922" in capsys.readouterr().err
+
+
+def test_pair_task_with_three_labels(tmp_path):
+    import sqlite3
+
+    from engine.counterbias.review import set_decision
+    from engine.io import ImportOptions, import_file
+    from engine.store import ExampleQuery
+
+    rows = [(f"a man plays {x}", f"nobody plays {x}", "contradiction") for x in ("chess", "golf", "piano", "cards",
+                                                                                "tennis", "drums")]
+    rows += [(f"a man plays {x}", f"a person plays {x}", "entailment") for x in ("chess", "golf", "piano", "cards",
+                                                                                "tennis", "drums")]
+    rows += [(f"a man plays {x}", f"a man plays {x} for money", "neutral") for x in ("chess", "golf", "piano",
+                                                                                    "cards", "tennis", "drums")]
+    src = tmp_path / "nli.csv"
+    src.write_text("premise,hypothesis,label\n" + "".join(f"{p},{h},{lab}\n" for p, h, lab in rows), encoding="utf-8")
+    with Project.create(tmp_path / "nli.cbproj") as p:
+        ds = import_file(p, src, options=ImportOptions(name="nli")).dataset
+        ids = [int(i) for i in p.example_ids(ExampleQuery(ds.id))]
+
+        def add(conn: sqlite3.Connection) -> list[int]:
+            out = []
+            for k in range(3):  # "nobody" (contradiction) edited into entailment, keeping the premise
+                meta = {"original_label": "contradiction", "generated": {"hypothesis": f"nobody {k} plays"}}
+                out.append(int(conn.execute(
+                    "INSERT INTO candidates (example_id, method, target_label, premise, hypothesis, scores, meta, "
+                    "created_at) VALUES (?, 'coba', 'entailment', ?, ?, '{}', ?, '2026-01-01')",
+                    (ids[k], rows[k][0], f"nobody {k} plays", json.dumps(meta))).lastrowid))
+            return out
+
+        for cid in p.writer.run(add):
+            set_decision(p, cid, "accepted")
+        report = build_report(p, "nli")
+    assert report.before.labels == ["contradiction", "entailment", "neutral"] and report.n_added == 3
+    assert report.delta_of("nobody@hypothesis").delta_z < 0
+    assert [(r.reason, r.candidates) for r in report.reasons] == [("(not verified)", 3)] and not report.flips
+    assert report.diversity is not None and report.diversity.pairs == 3
+    text = render_html(report)
+    assert text.count("data:image/png;base64,") == 2 and "label: neutral" not in text  # the plot is an image
+    assert write_pdf(report, tmp_path / "nli.pdf").stat().st_size > 10_000
