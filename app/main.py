@@ -21,6 +21,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="show the word-importance tab (with --row: the example to highlight)")
     parser.add_argument("--review", action="store_true",
                         help="show the Counterbias tab (with --row: the example to review)")
+    parser.add_argument("--report", action="store_true",
+                        help="show the Report tab (the before/after report of the opened dataset, built as a job)")
+    parser.add_argument("--dataset", metavar="NAME", help="dataset (name or id) to open instead of the first one")
     parser.add_argument("--row", type=int, default=0, help="row of the dataset table to select (default 0)")
     parser.add_argument("--exit-after", type=int, metavar="MS", help="quit after MS milliseconds")
     return parser
@@ -53,6 +56,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         path = ensure_demo_project()
     if path is not None:
         window.open_project(path)
+    if args.dataset is not None and window.session.project is not None:
+        from engine.errors import CounterbiasError
+
+        try:
+            found = window.session.project.dataset(int(args.dataset) if args.dataset.isdigit() else args.dataset)
+        except CounterbiasError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            window.close()
+            return EXIT_USER_ERROR
+        window.select_dataset(found.id)
     if args.stats:
         window.show_stats_tab()
         window.stats.compute()
@@ -62,6 +75,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.review:
         window.examples.table.selectRow(args.row)
         window.show_review_tab()
+    if args.report:
+        window.show_report_tab()
     if args.screenshot is not None:
         def grab() -> None:
             if window.jobs.is_busy:  # wait for the jobs started above

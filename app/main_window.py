@@ -14,7 +14,13 @@ from PySide6.QtCore import QRect, Qt
 from PySide6.QtGui import QAction, QCloseEvent, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import QDockWidget, QMainWindow, QMenu, QTabWidget, QWidget
 
-from app.controllers import ImportanceController, ProjectController, ReviewController, StatsController
+from app.controllers import (
+    ImportanceController,
+    ProjectController,
+    ReportController,
+    ReviewController,
+    StatsController,
+)
 from app.jobs import Job, JobRunner
 from app.session import Session
 from app.settings import Settings
@@ -26,6 +32,7 @@ from widgets.examples_view import ExamplesView
 from widgets.import_wizard import ImportWizard
 from widgets.importance_panel import ImportancePanel
 from widgets.jobs_panel import JobsPanel
+from widgets.report_panel import ReportPanel
 from widgets.review_panel import ReviewPanel
 from widgets.stats_panel import StatsPanel
 
@@ -58,11 +65,13 @@ class MainWindow(QMainWindow):
         self.stats_panel = StatsPanel(self)
         self.importance_panel = ImportancePanel(self)
         self.review_panel = ReviewPanel(self)
+        self.report_panel = ReportPanel(self)
         self.tabs = QTabWidget()
         self.tabs.addTab(self.examples, "Examples")
         self.tabs.addTab(self.stats_panel, "Bias statistics")
         self.tabs.addTab(self.importance_panel, "Word importance")
         self.tabs.addTab(self.review_panel, "Counterbias")
+        self.tabs.addTab(self.report_panel, "Report")
         self.setCentralWidget(self.tabs)
         self.datasets_view = DatasetsView(self)
         self.detail = DetailPane(self)
@@ -78,7 +87,8 @@ class MainWindow(QMainWindow):
         self.stats = StatsController(self.session, self.jobs, self.stats_panel)
         self.importance = ImportanceController(self.session, self.jobs, self.importance_panel)
         self.review = ReviewController(self.session, self.jobs, self.review_panel)
-        for controller in (self.projects, self.stats, self.importance, self.review):
+        self.report = ReportController(self.session, self.jobs, self.report_panel)
+        for controller in (self.projects, self.stats, self.importance, self.review, self.report):
             controller.showExamples.connect(self.show_examples)
             controller.statusMessage.connect(self.statusBar().showMessage)
 
@@ -135,6 +145,9 @@ class MainWindow(QMainWindow):
 
     def show_review_tab(self) -> None:
         self.tabs.setCurrentWidget(self.review_panel)
+
+    def show_report_tab(self) -> None:
+        self.tabs.setCurrentWidget(self.report_panel)
 
     def _dock(self, title: str, widget: QWidget, area: Qt.DockWidgetArea) -> QDockWidget:
         dock = QDockWidget(title, self)

@@ -11,7 +11,9 @@ contract keeps ``app.controllers`` from importing ``app.main_window``.
 from app.controllers.base import PanelController
 from app.controllers.project import ProjectController
 from app.controllers.importance import ImportanceController
+from app.controllers.report import ReportController
 from app.controllers.review import ReviewController
 from app.controllers.stats import StatsController
 
-__all__ = ["ImportanceController", "PanelController", "ProjectController", "ReviewController", "StatsController"]
+__all__ = ["ImportanceController", "PanelController", "ProjectController", "ReportController", "ReviewController",
+           "StatsController"]

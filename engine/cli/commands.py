@@ -46,7 +46,7 @@ COMMANDS: Registry[AddCommand] = Registry(
         **_verbs("engine.cli.models", "train", "attribute", "vote", "models"),
         **_verbs("engine.cli.llm", "serve-llm", "triples"),
         **_verbs("engine.cli.generate", "generate", "candidates", "decide", "augment"),
-        **_verbs("engine.cli.evaluation", "evaluate", "diversity"),
+        **_verbs("engine.cli.evaluation", "evaluate", "diversity", "report"),
     },
 )
 

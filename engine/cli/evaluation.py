@@ -1,4 +1,4 @@
-"""CLI verbs for the downstream evaluation: ``evaluate`` and ``diversity``."""
+"""CLI verbs for the downstream evaluation: ``evaluate``, ``diversity`` and the before/after ``report``."""
 
 from __future__ import annotations
 
@@ -135,4 +135,61 @@ def _run_diversity(args: argparse.Namespace, progress: StderrProgress, cancel: C
     else:
         for k, v in values.items():
             print(f"{k:18} {v:.4f}" if isinstance(v, float) else f"{k:18} {v}")
+    return EXIT_OK
+
+
+@command("report")
+def _add_report(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "report",
+        parents=[PROJECT, JSON],
+        help="before/after report of a dataset and its counterbias augmentation (HTML and/or PDF)",
+        description="Compare the z-statistics of a dataset with its augmented version (the originals plus the "
+        "accepted candidates, or a stored augmented version), count the candidates per method, status and failing "
+        "check, give the label-flip rates, the stored downstream evaluation and the diversity of the accepted "
+        "edits. Writes one self-contained HTML file and/or a PDF; prints the headline figures.",
+    )
+    p.add_argument("--dataset", required=True, help="the original dataset (id or name; an augmented version "
+                   "stands for itself against its parent)")
+    p.add_argument("--augmented", metavar="VERSION", help="a stored augmented version to compare with (default: "
+                   "the originals plus the candidates accepted now)")
+    p.add_argument("--html", type=Path, metavar="FILE", help="write the report as one self-contained HTML file")
+    p.add_argument("--pdf", type=Path, metavar="FILE", help="write the report as a PDF")
+    p.add_argument("--no-diversity", action="store_true", help="skip the diversity of the accepted edits")
+    p.set_defaults(run=_run_report)
+
+
+def _run_report(args: argparse.Namespace, progress: StderrProgress, cancel: CancelToken) -> int:
+    from engine.evaluation.report import build_report
+    from engine.evaluation.report_render import check_target, write_html, write_pdf
+    from engine.store import Project
+
+    for target in (args.html, args.pdf):
+        if target is not None:
+            check_target(target)
+    with Project.open(args.project, readonly=True) as project:
+        report = build_report(project, args.dataset, augmented_id=args.augmented, diversity=not args.no_diversity,
+                              progress=progress, cancel=cancel)
+    written = []
+    if args.html:
+        written.append(str(write_html(report, args.html)))
+    if args.pdf:
+        written.append(str(write_pdf(report, args.pdf)))
+    summary = report.summary()
+    if args.json:
+        print(json.dumps({**summary, "written": written}, indent=2, ensure_ascii=False))
+        return EXIT_OK
+    sig, changes, cands = summary["significant_features"], summary["abs_z"], summary["candidates"]
+    print(f"{report.title}")
+    print(f"augmented: {report.augmented}")
+    print(f"significant features: {sig['before']} before, {sig['after']} after; |z| dropped for "
+          f"{changes['dropped']}, rose for {changes['rose']}")
+    print(f"candidates: {cands['total']} ({cands['accepted']} accepted, {cands['rejected']} rejected, "
+          f"{cands['undecided']} undecided, {cands['failed']} failed)")
+    for row in report.dropped(5):
+        print(f"  {row.feature:24} {row.label:10} z {row.z_before:7.2f} -> {row.z_after:7.2f}")
+    for note in report.notes:
+        print(f"note: {note}")
+    for path in written:
+        print(f"wrote {path}")
     return EXIT_OK

@@ -1,4 +1,4 @@
-"""Named errors of the downstream evaluation and the diversity measures (codes CB900-CB919)."""
+"""Named errors of the downstream evaluation and the diversity measures (codes CB900-CB929)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,9 @@ __all__ = [
     "EvaluationError",
     "NoParentsError",
     "NoTestSetsError",
+    "NothingToReportError",
+    "ReportError",
+    "ReportExportError",
 ]
 
 
@@ -48,3 +51,21 @@ class NoParentsError(EvaluationError):
     """A dataset holds no generated rows with a parent to compare against."""
 
     code = "CB910"
+
+
+class ReportError(EvaluationError):
+    """The before/after report cannot be built as asked."""
+
+    code = "CB920"
+
+
+class NothingToReportError(ReportError):
+    """A dataset has no counterbias candidates and no augmented version to compare with."""
+
+    code = "CB921"
+
+
+class ReportExportError(ReportError):
+    """The report's HTML or PDF file cannot be written."""
+
+    code = "CB922"
