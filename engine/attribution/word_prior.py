@@ -85,12 +85,7 @@ def word_prior_from_texts(texts: Sequence[str], labels: Sequence[str], *, min_co
     >>> round(prior["great"], 2), round(prior["film"], 2)
     (1.73, 0.0)
     """
-    best: dict[str, float] = {}
-    for per_word in word_z_by_label(texts, labels, min_count=min_count).values():
-        for w, z in per_word.items():
-            if z > best.get(w, -np.inf):
-                best[w] = z
-    return best
+    return _largest(word_z_by_label(texts, labels, min_count=min_count))
 
 
 def label_word_z(project: Project, dataset_id: int, *, field: str | None = None) -> dict[str, dict[str, float]]:
@@ -132,8 +127,13 @@ def label_word_z(project: Project, dataset_id: int, *, field: str | None = None)
 
 def label_word_prior(project: Project, dataset_id: int, *, field: str | None = None) -> dict[str, float]:
     """The word prior of a dataset version (see the module doc): each word's largest z over the labels."""
+    return _largest(label_word_z(project, dataset_id, field=field))
+
+
+def _largest(by_label: dict[str, dict[str, float]]) -> dict[str, float]:
+    """Word -> its largest z over the labels."""
     best: dict[str, float] = {}
-    for per_word in label_word_z(project, dataset_id, field=field).values():
+    for per_word in by_label.values():
         for w, z in per_word.items():
             if z > best.get(w, -np.inf):
                 best[w] = z
