@@ -11,9 +11,13 @@ Per candidate (stored in ``candidates.scores``):
     Whether every spurious word of the original (``meta.keep_words``, found by form or lemma)
     still occurs in the candidate, and which are missing. Gendered words swapped on purpose
     are not required.
+``verdicts``
+    ``{check name: {"status": "pass"|"fail"|"skip", "reason": ...}}`` of every registered
+    check (:mod:`engine.verification.checks`: the flips, spurious words, the heuristics for
+    LLM failure modes, the symbolic pattern, the LLM judge when it was run).
 ``passes``
-    The candidate passes the filter (:class:`CandidateFilter`); the review shows failing
-    candidates greyed out, and they are never accepted automatically.
+    The candidate passes the filter (:class:`CandidateFilter`: no required check failed); the
+    review shows failing candidates greyed out, and they are never accepted automatically.
 """
 
 from __future__ import annotations
@@ -35,6 +39,11 @@ if TYPE_CHECKING:
     from engine.store.project import Project
 
 __all__ = ["CandidateFilter", "ensemble_labels", "flip_rates", "judge_candidates"]
+
+
+#: Checks every accept rule requires by default besides the flip, spurious-word and agreement checks.
+DEFAULT_CHECKS = ("prompt-echo", "prompt-leak", "refusal", "bare-label", "commentary", "formatting", "truncation", "copy",
+                  "pattern", "llm-judge")
 
 
 @dataclass(frozen=True)
@@ -62,9 +71,25 @@ class CandidateFilter:
     require_spurious: bool = True
     min_target_prob: float = 0.0
     min_member_prob: float = 0.85
+    #: The other checks whose failure holds a candidate back (``None``: :data:`DEFAULT_CHECKS`).
+    checks: tuple[str, ...] | None = None
+
+    def required(self) -> list[str]:
+        """Names of the checks a passing candidate must not fail."""
+        names = list(DEFAULT_CHECKS if self.checks is None else self.checks)
+        flip = {"target": "label-flip", "away": "soft-flip"}.get(self.require_flip)
+        extra = [flip] if flip else []
+        extra += ["spurious-kept"] if self.require_spurious else []
+        extra += ["member-agreement"] if self.min_member_prob > 0 else []
+        return list(dict.fromkeys(extra + names))
 
     def passes(self, scores: dict[str, Any]) -> bool:
         judge = scores.get("judge") or {}
+        verdicts = scores.get("verdicts")
+        if isinstance(verdicts, dict):
+            if any((verdicts.get(name) or {}).get("status") == "fail" for name in self.required()):
+                return False
+            return float(judge.get("target_prob", 1.0)) >= self.min_target_prob
         if self.require_flip == "target" and not judge.get("flipped"):
             return False
         if self.require_flip == "away" and not judge.get("left_original"):
@@ -113,6 +138,7 @@ def judge_candidates(
         return {}
     votes: dict[str, list[str]] = {}
     target_probs: dict[str, np.ndarray] = {}
+    labels: list[str] = []
     for k, name in enumerate(members):
         token.raise_if_cancelled()
         info = get_model(project, name)
@@ -122,37 +148,75 @@ def judge_candidates(
         target_probs[name] = np.array([probs[j, labels.index(r["target_label"])] if r["target_label"] in labels
                                        else 0.0 for j, r in enumerate(rows)])
         progress((k + 1) / (len(members) + 1), f"judge: {name}")
+    originals = _originals(project, rows)
+    labels = labels or _dataset_labels(project, rows)
     results: dict[int, dict[str, Any]] = {}
     for j, row in enumerate(rows):
         meta = json.loads(row["meta"] or "{}")
-        predicted = Counter(votes[m][j] for m in members)
-        mean_target = float(np.mean([target_probs[m][j] for m in members]))
-        top = max(predicted.values())
-        tied = sorted(label for label, n in predicted.items() if n == top)
-        majority = tied[0] if len(tied) == 1 else (row["target_label"] if row["target_label"] in tied else tied[0])
+        old = json.loads(row["scores"] or "{}")
         edited = list((meta.get("generated") or {}).keys()) or ["text", "premise", "hypothesis"]
         text = " ".join(row.get(f) or "" for f in edited)
         swapped = {str(a).lower() for f in meta.get("fields") or [] for a, _ in f.get("gender_swaps") or []}
         keep = [w for w in meta.get("keep_words") or [] if w.lower() not in swapped]  # swapped on purpose
         missing = [w for w in keep if w not in matched_words(text, keep)]
-        scores = {
-            "judge": {
-                "members": {m: {"label": votes[m][j], "target_prob": round(float(target_probs[m][j]), 4)} for m in members},
+        sha1 = hashlib.sha1(text.encode("utf-8")).hexdigest()
+        scores: dict[str, Any] = {
+            "spurious_kept": not missing,
+            "missing_spurious": missing,
+            # which text these scores belong to (an analyst's edit is judged again)
+            "judged_text_sha1": sha1,
+        }
+        if members:
+            predicted = Counter(votes[m][j] for m in members)
+            mean_target = float(np.mean([target_probs[m][j] for m in members]))
+            top = max(predicted.values())
+            tied = sorted(label for label, n in predicted.items() if n == top)
+            majority = tied[0] if len(tied) == 1 else (row["target_label"] if row["target_label"] in tied else tied[0])
+            scores["judge"] = {
+                "members": {m: {"label": votes[m][j], "target_prob": round(float(target_probs[m][j]), 4)}
+                            for m in members},
                 "predicted": majority,
                 "flipped": majority == row["target_label"],
                 "left_original": majority != meta.get("original_label"),
                 "target_prob": round(mean_target, 4),
-            },
-            "spurious_kept": not missing,
-            "missing_spurious": missing,
-            # which text these scores belong to (an analyst's edit is judged again)
-            "judged_text_sha1": hashlib.sha1(text.encode("utf-8")).hexdigest(),
-        }
+            }
+        if old.get("llm_judge") and old.get("judged_text_sha1") == sha1:  # the same text: the LLM's answer holds
+            scores["llm_judge"] = old["llm_judge"]
+        scores["verdicts"] = verdicts_for(row, meta, scores, originals.get(int(row["example_id"]), {}), labels, rule)
         scores["passes"] = rule.passes(scores)
         results[int(row["id"])] = scores
     project.writer.run(_store_scores, results)
     progress(1.0, f"judge: {len(results)} candidates")
     return results
+
+
+def verdicts_for(row: dict[str, Any], meta: dict[str, Any], scores: dict[str, Any], original: dict[str, Any],
+                 labels: Sequence[str], rule: CandidateFilter) -> dict[str, dict[str, str]]:
+    """Every registered check's verdict on one candidate row (``{name: {"status", "reason"}}``)."""
+    from engine.verification.checks import Subject, run_checks
+
+    edited = list((meta.get("generated") or {}).keys()) or [f for f in ("text", "premise", "hypothesis")
+                                                            if row.get(f) is not None]
+    subject = Subject(
+        original={f: original.get(f) or "" for f in edited}, new={f: row.get(f) or "" for f in edited},
+        labels=list(labels) or [row["target_label"], str(meta.get("original_label") or "")],
+        target=row["target_label"], original_label=str(meta.get("original_label") or ""), scores=scores, meta=meta,
+        mode=str(meta.get("mode") or "edit"))
+    return {name: v.to_dict() for name, v in run_checks(subject, rule).items()}
+
+
+def _originals(project: Project, rows: Sequence[dict[str, Any]]) -> dict[int, dict[str, Any]]:
+    ids = sorted({int(r["example_id"]) for r in rows})
+    return {int(r["id"]): dict(r) for r in project.db.query(
+        "SELECT id, text, premise, hypothesis FROM examples WHERE id IN (SELECT value FROM json_each(?))",
+        [json.dumps(ids)])}
+
+
+def _dataset_labels(project: Project, rows: Sequence[dict[str, Any]]) -> list[str]:
+    found = list(project.db.query(
+        "SELECT d.labels FROM datasets d JOIN dataset_members m ON m.dataset_id = d.id WHERE m.example_id = ? "
+        "ORDER BY d.id LIMIT 1", [int(rows[0]["example_id"])]))
+    return list(json.loads(found[0]["labels"] or "[]")) if found else []
 
 
 def _store_scores(conn: sqlite3.Connection, results: dict[int, dict[str, Any]]) -> None:

@@ -1,0 +1,257 @@
+"""Named checks on a generated candidate, each giving a verdict with its reason.
+
+A check is a function ``check(subject, criteria) -> Verdict`` registered in :data:`CHECKS`
+under its name. The verification of a candidate runs every registered check (the judge's
+scores are computed first, the checks only read them) and stores the verdicts in
+``candidates.scores["verdicts"]`` as ``{name: {"status": "pass"|"fail"|"skip", "reason": ...}}``.
+Which failing verdicts hold a candidate back is the accept rule's choice
+(:class:`~engine.counterbias.verify.CandidateFilter`).
+
+Built-in checks
+---------------
+``label-flip``       the ensemble's majority predicts the target label (LFR)
+``soft-flip``        the majority no longer predicts the original label (SLFR)
+``member-agreement`` every member gives the target at least ``min_member_prob``
+``spurious-kept``    every spurious word of the original is still there (swapped gendered words excepted)
+``prompt-echo``      no prompt scaffolding ("Sentence to edit:", "Here is …")
+``prompt-leak``      no sentence or 6-word run of the prompts' few-shot examples
+``refusal``          the model did not decline
+``bare-label``       the text is more than a label name
+``commentary``       the text is a text, not a description of one ("The reviewer expresses …")
+``formatting``       no markdown or list formatting the original lacks
+``truncation``       the text is complete
+``copy``             the text differs from the original in its words
+``pattern``          the example's symbolic pattern still matches (when the candidate has one)
+``llm-judge``        an LLM, asked which label the text expresses, names the target (when run)
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from engine.errors import CounterbiasError
+from engine.registry import Registry
+from engine.verification import heuristics
+
+if TYPE_CHECKING:
+    from engine.counterbias.verify import CandidateFilter
+
+__all__ = ["CHECKS", "UnknownCheckError", "Subject", "Verdict", "run_checks"]
+
+PASS, FAIL, SKIP = "pass", "fail", "skip"
+
+
+class UnknownCheckError(CounterbiasError):
+    """A check name that is not registered."""
+
+    code = "CB930"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The outcome of one check: ``status`` (pass/fail/skip) and a short ``reason``."""
+
+    status: str
+    reason: str = ""
+
+    def to_dict(self) -> dict[str, str]:
+        return {"status": self.status, "reason": self.reason}
+
+    @classmethod
+    def of(cls, problem: str | None, ok: str = "") -> Verdict:
+        """``fail`` with ``problem`` as the reason, or ``pass`` with ``ok`` when there is none."""
+        return cls(FAIL, problem) if problem else cls(PASS, ok)
+
+
+@dataclass(frozen=True)
+class Subject:
+    """What the checks see of one candidate.
+
+    Parameters
+    ----------
+    original, new
+        ``{field: text}`` of the fields the candidate changed: the original's and the candidate's.
+    labels
+        The label set of the task.
+    target, original_label
+        The wanted label and the original example's label.
+    scores
+        The judge's scores already computed (``judge``, ``spurious_kept``, ``missing_spurious``)
+        and verdicts of earlier, expensive checks (``llm_judge``).
+    meta
+        The candidate's ``meta`` (generation steps; ``pattern`` when it was made to keep one).
+    mode
+        The generation mode (``edit``/``reconstruct``/other), which picks the prompts a leak is looked for in.
+    """
+
+    original: Mapping[str, str]
+    new: Mapping[str, str]
+    labels: Sequence[str]
+    target: str
+    original_label: str = ""
+    scores: Mapping[str, Any] = field(default_factory=dict)
+    meta: Mapping[str, Any] = field(default_factory=dict)
+    mode: str = "edit"
+
+    def pairs(self) -> list[tuple[str, str]]:
+        """``(new, original)`` of each changed field."""
+        return [(text or "", self.original.get(name) or "") for name, text in self.new.items()]
+
+
+Check = Callable[[Subject, "CandidateFilter"], Verdict]
+
+CHECKS: Registry[Check] = Registry(
+    "verification check",
+    UnknownCheckError,
+    builtins={name: f"engine.verification.checks:{attr}" for name, attr in (
+        ("label-flip", "label_flip"), ("soft-flip", "soft_flip"), ("member-agreement", "member_agreement"),
+        ("spurious-kept", "spurious_kept"), ("prompt-echo", "prompt_echo"), ("prompt-leak", "prompt_leak"),
+        ("refusal", "refusal"), ("bare-label", "bare_label"), ("commentary", "commentary"), ("formatting", "formatting"),
+        ("truncation", "truncation"), ("copy", "copy"), ("pattern", "pattern"), ("llm-judge", "llm_judge"))},
+)
+
+#: Short human titles for the panel and reports.
+TITLES = {
+    "label-flip": "Label flipped (ensemble)", "soft-flip": "Original label left (ensemble)",
+    "member-agreement": "Every member agrees", "spurious-kept": "Spurious words kept", "prompt-echo": "No prompt echo",
+    "prompt-leak": "No few-shot leak", "refusal": "No refusal", "bare-label": "Not a bare label",
+    "commentary": "A text, not a comment on it",
+    "formatting": "No markdown/list formatting", "truncation": "Complete (not truncated)",
+    "copy": "Not a copy of the original", "pattern": "Symbolic pattern kept", "llm-judge": "LLM judge agrees",
+}
+
+
+def _judge(subject: Subject) -> Mapping[str, Any]:
+    return subject.scores.get("judge") or {}
+
+
+def label_flip(subject: Subject, criteria: CandidateFilter) -> Verdict:
+    judge = _judge(subject)
+    if not judge:
+        return Verdict(SKIP, "not judged: no ensemble members")
+    predicted = judge.get("predicted")
+    if judge.get("flipped"):
+        return Verdict(PASS, f"predicts {predicted} (mean P(target) {float(judge.get('target_prob', 0)):.2f})")
+    return Verdict(FAIL, f"predicts {predicted}, not {subject.target}")
+
+
+def soft_flip(subject: Subject, criteria: CandidateFilter) -> Verdict:
+    judge = _judge(subject)
+    if not judge:
+        return Verdict(SKIP, "not judged: no ensemble members")
+    predicted = judge.get("predicted")
+    if judge.get("left_original"):
+        return Verdict(PASS, f"predicts {predicted}, no longer {subject.original_label}")
+    return Verdict(FAIL, f"still predicts {predicted}")
+
+
+def member_agreement(subject: Subject, criteria: CandidateFilter) -> Verdict:
+    members = _judge(subject).get("members") or {}
+    if not members:
+        return Verdict(SKIP, "not judged: no ensemble members")
+    low = {name: float(m.get("target_prob", 0.0)) for name, m in members.items()
+           if float(m.get("target_prob", 0.0)) < criteria.min_member_prob}
+    if low:
+        return Verdict(FAIL, "P(target) below {:.2f}: ".format(criteria.min_member_prob)
+                       + ", ".join(f"{n} {p:.2f}" for n, p in low.items()))
+    return Verdict(PASS, f"every member ≥ {criteria.min_member_prob:.2f}")
+
+
+def spurious_kept(subject: Subject, criteria: CandidateFilter) -> Verdict:
+    keep = list(subject.meta.get("keep_words") or [])
+    if not keep:
+        return Verdict(SKIP, "no spurious words in the original")
+    if "spurious_kept" not in subject.scores:
+        return Verdict(SKIP, "not checked")
+    missing = list(subject.scores.get("missing_spurious") or [])
+    if missing:
+        return Verdict(FAIL, "missing: " + ", ".join(missing))
+    return Verdict(PASS, f"all {len(keep)} kept")
+
+
+def _each(subject: Subject, find: Callable[[str, str], str | None]) -> Verdict:
+    for new, original in subject.pairs():
+        problem = find(new, original)
+        if problem:
+            return Verdict(FAIL, problem)
+    return Verdict(PASS)
+
+
+def prompt_echo(subject: Subject, criteria: CandidateFilter) -> Verdict:
+    return _each(subject, heuristics.prompt_echo)
+
+
+@functools.cache
+def _guard(mode: str) -> Any:
+    from engine.counterbias.generate import LEAK_SOURCES
+    from engine.counterbias.leak import LeakGuard
+
+    return LeakGuard.from_prompts(LEAK_SOURCES.get(mode) or LEAK_SOURCES["edit"])
+
+
+def prompt_leak(subject: Subject, criteria: CandidateFilter) -> Verdict:
+    guard = _guard(subject.mode if subject.mode in ("edit", "reconstruct") else "edit")
+
+    def find(new: str, original: str) -> str | None:
+        leaked = guard.find(new, original)
+        return f'copies "{leaked}" from the prompt\'s examples' if leaked else None
+
+    return _each(subject, find)
+
+
+def refusal(subject: Subject, criteria: CandidateFilter) -> Verdict:
+    return _each(subject, heuristics.refusal)
+
+
+def bare_label(subject: Subject, criteria: CandidateFilter) -> Verdict:
+    return _each(subject, lambda new, original: heuristics.bare_label(new, original, subject.labels))
+
+
+def commentary(subject: Subject, criteria: CandidateFilter) -> Verdict:
+    return _each(subject, heuristics.commentary)
+
+
+def formatting(subject: Subject, criteria: CandidateFilter) -> Verdict:
+    return _each(subject, heuristics.formatting)
+
+
+def truncation(subject: Subject, criteria: CandidateFilter) -> Verdict:
+    return _each(subject, heuristics.truncation)
+
+
+def copy(subject: Subject, criteria: CandidateFilter) -> Verdict:
+    return _each(subject, heuristics.copy)
+
+
+def pattern(subject: Subject, criteria: CandidateFilter) -> Verdict:
+    spec = subject.meta.get("pattern")
+    if not spec:
+        return Verdict(SKIP, "no symbolic pattern for this candidate")
+    try:
+        from engine.patterns import matches  # type: ignore[attr-defined]
+    except ImportError:
+        return Verdict(SKIP, "pattern matching is not available")
+    for new, _ in subject.pairs():
+        if not matches(str(spec), new):
+            return Verdict(FAIL, f"{spec} no longer matches")
+    return Verdict(PASS, f"{spec} matches")
+
+
+def llm_judge(subject: Subject, criteria: CandidateFilter) -> Verdict:
+    answer = subject.scores.get("llm_judge")
+    if not answer:
+        return Verdict(SKIP, "not run (Verify with an LLM judge)")
+    label = answer.get("label")
+    if label is None:
+        return Verdict(SKIP, f"no usable answer: {answer.get('error', 'unparsed')}")
+    if label == subject.target:
+        return Verdict(PASS, f"reads as {label}")
+    return Verdict(FAIL, f"reads as {label}, not {subject.target}")
+
+
+def run_checks(subject: Subject, criteria: CandidateFilter, names: Sequence[str] | None = None) -> dict[str, Verdict]:
+    """Every check of ``names`` (default: all registered) on ``subject``, in registry order."""
+    return {name: CHECKS.get(name)(subject, criteria) for name in (names or CHECKS.names())}

@@ -1,0 +1,182 @@
+"""The LLM judge: asks an LLM which label a candidate expresses (the ``llm-judge`` check).
+
+An independent judge next to the ensemble: the ensemble was trained on the very data whose
+spurious words the candidates keep, so it can be fooled by them; an instruction-tuned LLM was not.
+The answer is untrusted data: it counts only when, stripped of an ``Answer:``/``Label:``
+prefix, quotes and a final full stop, it is exactly one label name (case-insensitive).
+Otherwise the request is repeated once with a reminder of the labels; a second unusable answer
+is recorded as unparsed (the check is then skipped, not failed). Every answer is stored in the
+project's LLM cache, so a rerun costs nothing; a refused key or an unreachable server stops
+the job at once (:class:`~engine.llm.errors.LLMError`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from engine.progress import CancelToken, ProgressFn, ensure_token, no_progress, scaled
+
+if TYPE_CHECKING:
+    from engine.counterbias.verify import CandidateFilter
+    from engine.llm.base import ChatBackend
+    from engine.llm.config import LLMConfig
+    from engine.store.project import Project
+
+__all__ = ["LLMJudgeResult", "judge_messages", "llm_judge_candidates", "parse_label"]
+
+_PREFIX = re.compile(r"^\s*(?:the\s+)?(?:answer|label|sentiment|class|prediction)\s*(?:is)?\s*[:=-]?\s*", re.IGNORECASE)
+_QUOTES = "\"'`*\u201c\u201d\u2018\u2019"
+
+
+def parse_label(answer: str, labels: Sequence[str]) -> str | None:
+    """The label an answer names, or ``None`` when it is not exactly one label.
+
+    Examples
+    --------
+    >>> parse_label("Answer: **Positive**.", ["Negative", "Positive"])
+    'Positive'
+    >>> parse_label("positive", ["Negative", "Positive"])
+    'Positive'
+    >>> parse_label("Positive, mostly, but also negative", ["Negative", "Positive"]) is None
+    True
+    >>> parse_label("I think it is Negative", ["Negative", "Positive"]) is None
+    True
+    """
+    lines = [line.strip() for line in (answer or "").strip().splitlines() if line.strip()]
+    if not lines:
+        return None
+    text = _PREFIX.sub("", lines[0]).strip().strip(_QUOTES).rstrip(".!").strip().strip(_QUOTES).strip()
+    by_name = {label.lower(): label for label in labels}
+    return by_name.get(text.lower())
+
+
+def _text_of(row: dict[str, Any], fields: Sequence[str]) -> str:
+    if list(fields) == ["text"]:
+        return row.get("text") or ""
+    return "\n".join(f"{f.capitalize()}: {row.get(f) or ''}" for f in fields)
+
+
+def judge_messages(text: str, labels: Sequence[str], task: str) -> list[dict[str, str]]:
+    """The chat messages asking which of ``labels`` ``text`` expresses."""
+    from engine.llm.prompts import load_prompt
+
+    return load_prompt("judge_label").render(task=task, labels=", ".join(labels), text=text)
+
+
+def _repair(messages: list[dict[str, str]], answer: str, labels: Sequence[str]) -> list[dict[str, str]]:
+    return [*messages, {"role": "assistant", "content": answer[:500]},
+            {"role": "user", "content": "Answer with exactly one of these words and nothing else: "
+                                        + ", ".join(labels) + "."}]
+
+
+@dataclass
+class LLMJudgeResult:
+    """What the LLM judge did: candidates judged, agreeing with the target, unparsed, failed."""
+
+    judged: int = 0
+    agree: int = 0
+    unparsed: list[int] = field(default_factory=list)
+    failed: list[int] = field(default_factory=list)
+    scores: dict[int, dict[str, Any]] = field(default_factory=dict)
+
+    def summary(self) -> dict[str, Any]:
+        return {"judged": self.judged, "agree": self.agree, "unparsed": len(self.unparsed),
+                "failed": len(self.failed)}
+
+
+def llm_judge_candidates(
+    project: Project,
+    candidate_ids: Sequence[int],
+    llm_config: LLMConfig,
+    *,
+    backend: ChatBackend | None = None,
+    task: str | None = None,
+    criteria: CandidateFilter | None = None,
+    progress: ProgressFn = no_progress,
+    cancel: CancelToken | None = None,
+) -> LLMJudgeResult:
+    """Ask the LLM which label each candidate expresses; store its answer and every verdict again.
+
+    Parameters
+    ----------
+    project
+        The open project.
+    candidate_ids
+        Candidates to judge (failed ones are skipped).
+    llm_config, backend
+        The LLM (a ready backend may be passed instead of building one from the config).
+    task
+        How to describe the task to the LLM (default: from the label names).
+    criteria
+        The accept rule; ``passes`` is recomputed with it.
+
+    Raises
+    ------
+    LLMError
+        A fatal failure (refused key, no server): stopped at once; answers received so far are kept.
+    """
+    from engine.counterbias.settings import GenerateSettings
+    from engine.counterbias.verify import CandidateFilter, _dataset_labels, _originals, _store_scores, verdicts_for
+    from engine.llm.base import ChatRequest, ChatResult
+    from engine.llm.cache import CachedClient
+    from engine.llm.registry import create_backend
+
+    token = ensure_token(cancel)
+    rule = criteria or CandidateFilter()
+    rows = [dict(r) for r in project.db.query(
+        "SELECT * FROM candidates WHERE id IN (SELECT value FROM json_each(?)) AND status != 'failed' ORDER BY id",
+        [json.dumps([int(i) for i in candidate_ids])])]
+    result = LLMJudgeResult()
+    if not rows:
+        return result
+    labels = _dataset_labels(project, rows)
+    task = task or GenerateSettings().task_description(labels)
+    chat_backend = backend or create_backend(llm_config)
+    client = CachedClient(chat_backend, project)
+    metas = [json.loads(r["meta"] or "{}") for r in rows]
+    messages = []
+    for row, meta in zip(rows, metas, strict=True):
+        fields = list((meta.get("generated") or {}).keys()) or (["text"] if row.get("text") is not None
+                                                               else ["premise", "hypothesis"])
+        if fields != ["text"]:
+            fields = ["premise", "hypothesis"]
+        messages.append(judge_messages(_text_of(row, fields), labels, task))
+    params = {"temperature": 0.0, "max_tokens": 8}
+    first = client.chat_many([ChatRequest(m, params) for m in messages], progress=scaled(progress, 0.0, 0.8),
+                             cancel=token)
+    answers: list[Any] = list(first.results)
+    retry = [i for i, a in enumerate(answers) if isinstance(a, ChatResult) and parse_label(a.text, labels) is None]
+    if retry:
+        second = client.chat_many([ChatRequest(_repair(messages[i], answers[i].text, labels), params) for i in retry],
+                                  progress=scaled(progress, 0.8, 0.95), cancel=token)
+        for i, outcome in zip(retry, second.results, strict=True):
+            if isinstance(outcome, ChatResult) and parse_label(outcome.text, labels) is not None:
+                answers[i] = outcome
+    originals = _originals(project, rows)
+    model = f"{chat_backend.name}:{chat_backend.model}"
+    for row, meta, outcome in zip(rows, metas, answers, strict=True):
+        cid = int(row["id"])
+        scores = json.loads(row["scores"] or "{}")
+        if isinstance(outcome, ChatResult):
+            label = parse_label(outcome.text, labels)
+            entry: dict[str, Any] = {"label": label, "answer": outcome.text[:200], "model": model}
+            if label is None:
+                entry["error"] = f"answer is not a label: {outcome.text.strip()[:60]!r}"
+                result.unparsed.append(cid)
+            else:
+                result.judged += 1
+                result.agree += label == row["target_label"]
+        else:
+            entry = {"label": None, "error": f"{outcome.code} {outcome.message}"[:200], "model": model}
+            result.failed.append(cid)
+        scores["llm_judge"] = entry
+        scores["verdicts"] = verdicts_for(row, meta, scores, originals.get(int(row["example_id"]), {}), labels, rule)
+        scores["passes"] = rule.passes(scores)
+        result.scores[cid] = scores
+    project.writer.run(_store_scores, result.scores)
+    progress(1.0, f"LLM judge: {result.agree}/{result.judged} read as the target")
+    return result
