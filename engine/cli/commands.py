@@ -45,7 +45,7 @@ COMMANDS: Registry[AddCommand] = Registry(
         **_verbs("engine.cli.stats", "stats", "zfilter"),
         **_verbs("engine.cli.models", "train", "attribute", "vote", "models"),
         **_verbs("engine.cli.llm", "serve-llm", "triples"),
-        **_verbs("engine.cli.generate", "generate", "candidates", "decide", "augment"),
+        **_verbs("engine.cli.generate", "generate", "verify", "candidates", "decide", "augment"),
         **_verbs("engine.cli.evaluation", "evaluate", "diversity", "report"),
     },
 )

@@ -1,4 +1,4 @@
-"""CLI verbs of CoBA generation: ``generate``, ``candidates``, ``decide`` and ``augment``.
+"""CLI verbs of CoBA generation: ``generate``, ``verify``, ``candidates``, ``decide`` and ``augment``.
 
 ``generate`` runs whole datasets against any OpenAI-compatible endpoint (e.g. vLLM on a GPU
 server) and resumes where it stopped.
@@ -76,6 +76,79 @@ def _run_generate(args: argparse.Namespace, progress: StderrProgress, cancel: Ca
                      for r in rows if r["status"] == "failed"][:50],
     }, indent=2, ensure_ascii=False))
     return EXIT_OK
+
+
+@command("verify")
+def _add_verify(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "verify", parents=[DATASET, LLM],
+        help="run every verification check on the candidates again (ensemble, heuristics; --llm-judge adds the LLM)",
+        description="Stores each check's verdict and reason with the candidate and recomputes whether it passes "
+        "the accept rule. Checks: " + ", ".join(_check_names()) + ".",
+    )
+    p.add_argument("--status", default="proposed", help="candidates with these statuses (default proposed; 'all')")
+    p.add_argument("--judge", help="comma-separated ensemble members (default: the members of the newest vote; "
+                   "'none' for the string checks only)")
+    p.add_argument("--llm-judge", action="store_true",
+                   help="also ask the LLM (the LLM options below) which label each candidate expresses")
+    p.add_argument("--require", help="comma-separated checks a passing candidate must not fail, besides the flip, "
+                   "spurious-word and agreement checks (default: every other check)")
+    p.add_argument("--flip", choices=("target", "away", "none"), default="target",
+                   help="which ensemble flip the accept rule requires (default target)")
+    p.add_argument("--min-member-prob", type=float, default=0.85,
+                   help="every member's P(target) at least this (default 0.85; 0 turns the check off)")
+    p.set_defaults(run=_run_verify)
+
+
+def _check_names() -> list[str]:
+    from engine.verification.checks import CHECKS
+
+    return CHECKS.names()
+
+
+def _run_verify(args: argparse.Namespace, progress: StderrProgress, cancel: CancelToken) -> int:
+    from collections import Counter
+
+    from engine.counterbias import CandidateFilter, candidate_rows, judge_candidates
+    from engine.store import Project
+    from engine.verification.checks import CHECKS
+
+    required = None if args.require is None else tuple(csv_list(args.require))
+    for name in required or ():
+        CHECKS.get(name)  # an unknown name is a named error (CB930) listing the checks
+    rule = CandidateFilter(require_flip=args.flip, min_member_prob=args.min_member_prob, checks=required)
+    statuses = None if args.status == "all" else tuple(csv_list(args.status))
+    with Project.open(args.project) as project:
+        dataset = project.dataset(args.dataset)
+        ids = [r["id"] for r in candidate_rows(project, dataset_id=dataset.id, statuses=statuses)
+               if r["status"] != "failed"]
+        members = _judge_members(project, dataset.id, args.judge)
+        judge_candidates(project, ids, members, criteria=rule, progress=progress, cancel=cancel)
+        llm = None
+        if args.llm_judge and ids:
+            from engine.verification.llm_judge import llm_judge_candidates
+
+            llm = llm_judge_candidates(project, ids, llm_config_from_args(args), criteria=rule, progress=progress,
+                                       cancel=cancel).summary()
+        rows = [r for r in candidate_rows(project, dataset_id=dataset.id, statuses=statuses) if r["id"] in set(ids)]
+    counts: dict[str, Counter] = {name: Counter() for name in CHECKS.names()}
+    for r in rows:
+        for name, verdict in (r["scores"].get("verdicts") or {}).items():
+            counts.setdefault(name, Counter())[verdict.get("status", "skip")] += 1
+    print(json.dumps({
+        "candidates": len(rows), "passing": sum(bool(r["scores"].get("passes")) for r in rows),
+        "members": members, "required": rule.required(), "llm_judge": llm,
+        "checks": {name: dict(c) for name, c in counts.items()},
+    }, indent=2, ensure_ascii=False))
+    return EXIT_OK
+
+
+def _judge_members(project, dataset_id: int, judge: str | None) -> list[str]:
+    if judge is not None:
+        return [] if judge == "none" else csv_list(judge)
+    found = list(project.db.query(
+        "SELECT params FROM vote_sets WHERE dataset_id = ? ORDER BY id DESC LIMIT 1", [int(dataset_id)]))
+    return list(json.loads(found[0]["params"] or "{}").get("models") or []) if found else []
 
 
 @command("candidates")

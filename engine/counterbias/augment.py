@@ -101,6 +101,9 @@ def _example_for(conn: sqlite3.Connection, dataset_id: int, cand: dict) -> int:
         "candidate_id": cand["id"], "run_id": cand["run_id"], "backend": meta.get("backend"),
         "model": meta.get("model"), "sample": meta.get("sample"), "judge": cand["scores"].get("judge"),
         "spurious_kept": cand["scores"].get("spurious_kept"), "edited_by_analyst": edited,
+        # every verification check's verdict and reason, and the LLM judge's answer when it was asked
+        "verdicts": cand["scores"].get("verdicts"), "passes": cand["scores"].get("passes"),
+        "llm_judge": cand["scores"].get("llm_judge"),
         "original_label": meta.get("original_label"),
     }
     # Reuse the row if an earlier version already holds this candidate with the same text.

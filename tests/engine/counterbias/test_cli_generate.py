@@ -31,6 +31,11 @@ def test_generate_decide_augment_export(voted_project, stub, capsys, tmp_path):
     with open(target, newline="", encoding="utf-8-sig") as f:
         exported = list(csv.DictReader(f))
     assert [r["source"] for r in exported].count("augmented") == 2
+    for row in exported:  # the export carries every check's verdict with its reason
+        if row["source"] == "augmented":
+            provenance = json.loads(row["provenance"])
+            assert set(provenance["verdicts"]) >= {"label-flip", "refusal", "copy", "llm-judge"}
+            assert all(set(v) == {"status", "reason"} for v in provenance["verdicts"].values())
     # a second augment with the same name is a named error
     assert main(["-q", "augment", path, "reviews", "--name", "reviews-aug"]) == EXIT_USER_ERROR
 

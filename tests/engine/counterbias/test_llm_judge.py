@@ -1,0 +1,103 @@
+"""The LLM judge over a real loopback OpenAI-compatible server: strict parsing, one repair, verdicts stored."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.counterbias import GenerateSettings, candidate_rows, generate_counterbias
+from engine.llm.config import LLMConfig
+from engine.llm.errors import LLMError
+from engine.verification.llm_judge import llm_judge_candidates
+from tests.engine.counterbias.scripted_llm import scripted_reply
+
+MEMBERS = ["r:tiny-distilbert", "r:tiny-roberta", "r:tiny-mpnet"]
+
+
+def _made(project, stub):
+    server = stub(reply=scripted_reply)
+    config = LLMConfig(backend="openai", model="stub", base_url=server.base_url, max_retries=0)
+    dataset = project.dataset("reviews")
+    generate_counterbias(project, dataset.id, None, config, settings=GenerateSettings(drop_prob=0.0), judge=MEMBERS)
+    return dataset, [r for r in candidate_rows(project, dataset_id=dataset.id) if r["status"] != "failed"]
+
+
+def test_llm_judge_answers_are_parsed_strictly_and_stored(voted_project, stub):
+    project = voted_project
+    dataset, rows = _made(project, stub)
+    assert len(rows) >= 3
+    for row in rows:  # generation judged every candidate and ran every check
+        verdicts = row["scores"]["verdicts"]
+        assert verdicts["label-flip"]["status"] in ("pass", "fail")
+        assert verdicts["llm-judge"]["status"] == "skip"
+        assert verdicts["refusal"] == {"status": "pass", "reason": ""}
+    targets = {r["text"]: r["target_label"] for r in rows}
+    ids = [r["id"] for r in rows]
+    first, second, third = ids[0], ids[1], ids[2]
+    by_id = {r["id"]: r for r in rows}
+
+    def reply(body):
+        user = [m["content"] for m in body["messages"] if m["role"] == "user"][-1]
+        if user.startswith("Answer with exactly one"):
+            return "Sure! " + "x" if third_text in body["messages"][-3]["content"] else "Positive"
+        text = user.split("Text: ", 1)[1]
+        if text == by_id[first]["text"]:
+            return f"Answer: **{targets[text]}**."  # decorated but exactly one label
+        if text == by_id[second]["text"]:
+            return "I would say it is mostly positive"  # unusable, then repaired
+        if text == third_text:
+            return "Both, really."  # unusable twice: recorded as unparsed
+        return "Negative" if targets[text] == "Positive" else "Positive"  # disagrees
+
+    third_text = by_id[third]["text"]
+    judge = stub(reply=reply)
+    config = LLMConfig(backend="openai", model="judge", base_url=judge.base_url, max_retries=0)
+    result = llm_judge_candidates(project, ids, config)
+    assert third in result.unparsed and not result.failed
+    stored = {r["id"]: r["scores"] for r in candidate_rows(project, dataset_id=dataset.id)}
+    assert stored[first]["llm_judge"]["label"] == by_id[first]["target_label"]
+    assert stored[first]["verdicts"]["llm-judge"]["status"] == "pass"
+    assert stored[second]["llm_judge"]["label"] == "Positive"  # the repaired answer
+    assert stored[third]["llm_judge"]["label"] is None and stored[third]["verdicts"]["llm-judge"]["status"] == "skip"
+    for cid in ids[3:]:
+        assert stored[cid]["verdicts"]["llm-judge"]["status"] == "fail"
+        assert stored[cid]["passes"] is False  # a failed LLM judge holds the candidate back
+    assert result.judged == len(ids) - 1
+    sent = judge.count
+    llm_judge_candidates(project, ids, config)  # every answer comes from the project's cache
+    assert judge.count == sent
+
+
+def test_a_refused_key_stops_the_judge_at_once(voted_project, stub):
+    project = voted_project
+    _, rows = _made(project, stub)
+    server = stub(lambda body, attempt: "401")
+    config = LLMConfig(backend="openai", model="judge", base_url=server.base_url, max_retries=0, concurrency=1)
+    with pytest.raises(LLMError):
+        llm_judge_candidates(project, [r["id"] for r in rows], config)
+    assert server.count <= 2  # stopped instead of spending on every candidate
+    assert all("llm_judge" not in r["scores"] for r in candidate_rows(project))
+
+
+def test_cli_verify(voted_project, stub, capsys):
+    import json
+
+    from engine.cli import main
+    from engine.errors import EXIT_OK, EXIT_USER_ERROR
+
+    project = voted_project
+    _, rows = _made(project, stub)
+    path = str(project.path)
+    project.close()
+    judge = stub(reply=lambda body: "Negative")
+    capsys.readouterr()
+    llm = ["--backend", "openai", "--model", "judge", "--base-url", judge.base_url]
+    assert main(["-q", "verify", path, "reviews", "--llm-judge", *llm]) == EXIT_OK
+    out = json.loads(capsys.readouterr().out)
+    assert out["candidates"] == len(rows) and out["members"] == MEMBERS
+    assert sum(out["checks"]["llm-judge"].values()) == len(rows) and "pass" in out["checks"]["llm-judge"]
+    assert "llm-judge" in out["required"] and out["llm_judge"]["judged"] == len(rows)
+    assert main(["-q", "verify", path, "reviews", "--judge", "none", "--require", "refusal,copy"]) == EXIT_OK
+    out = json.loads(capsys.readouterr().out)
+    assert out["checks"]["label-flip"] == {"skip": len(rows)} and out["required"][-2:] == ["refusal", "copy"]
+    assert main(["-q", "verify", path, "reviews", "--require", "politeness"]) == EXIT_USER_ERROR
+    assert "CB930" in capsys.readouterr().err
