@@ -36,6 +36,7 @@ from PySide6.QtWidgets import (
 from widgets.diff_view import DiffView, diff_html
 from widgets.models.candidates_model import CandidatesProxy, CandidatesTableModel, edited_field
 from widgets.triples_view import SentenceRow, TriplesView
+from widgets.verification_view import VerificationView
 
 __all__ = ["CandidatesTable", "EditCandidateDialog", "ReviewPanel", "STATUS_FILTERS", "candidate_html"]
 
@@ -94,6 +95,12 @@ class EditCandidateDialog(QDialog):
 
     def text(self) -> str:
         return self.editor.toPlainText().strip()
+
+
+def _default_required() -> list[str]:
+    from engine.counterbias.verify import CandidateFilter
+
+    return CandidateFilter().required()
 
 
 def _yes_no(value: Any) -> str:
@@ -310,10 +317,14 @@ class ReviewPanel(QWidget):
         for b in (self.accept_button, self.reject_button, self.edit_button):
             decide.addWidget(b)
         ul.addLayout(decide)
+        self.verification = VerificationView(self)
+        #: Checks the accept rule requires (bold in the verification panel).
+        self.required_checks: list[str] = _default_required()
         right = QSplitter(Qt.Orientation.Vertical)
         right.addWidget(upper)
         right.addWidget(self.detail)
-        right.setSizes([260, 320])
+        right.addWidget(self.verification)
+        right.setSizes([240, 260, 220])
 
         split = QSplitter()
         split.addWidget(left)
@@ -441,6 +452,7 @@ class ReviewPanel(QWidget):
                                    "No candidates yet: choose the LLM (LLM settings…) and press Generate.")
         else:
             self.detail.show_html(candidate_html(cand))
+        self.verification.show_verdicts(cand, self.required_checks)
 
     def _scope_changed(self) -> None:
         self.proxy.set_example(None if self.dataset_scope else self._example_id)

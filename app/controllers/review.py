@@ -10,6 +10,8 @@ undo calls :func:`engine.counterbias.review.restore`.
 
 from __future__ import annotations
 
+import json
+
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -103,6 +105,7 @@ class ReviewController(PanelController):
         panel.augmentRequested.connect(self.build_augmented)
         panel.llmSettingsRequested.connect(self.open_llm_dialog)
         panel.decisionRequested.connect(self.decide)
+        panel.verification.verifyRequested.connect(self.verify)
         panel.triples.triplesEdited.connect(self.save_triples)
         session.datasetChanged.connect(self.dataset_changed)
         session.exampleChanged.connect(self.example_selected)
@@ -310,9 +313,8 @@ class ReviewController(PanelController):
             cand = load_candidate(project, candidate_id)
         except CounterbiasError:
             return None
+        # the members that judged it; none: the string checks alone run again on the new text
         members = list(((cand.get("scores") or {}).get("judge") or {}).get("members") or {})
-        if not members:
-            return None
         self._judging[candidate_id] = False
         job = self.jobs.start(judge_candidates, project, [candidate_id], members,
                               title=f"Judge edited candidate {candidate_id}")
@@ -327,6 +329,56 @@ class ReviewController(PanelController):
         job.on_failed(ended)
         job.on_cancelled(ended)
         return job
+
+    def verify(self, kind: str = "checks") -> Job | None:
+        """Run the checks again (``"checks"``) or ask the LLM judge (``"llm"``) on the listed candidates, as a job."""
+        from engine.counterbias.verify import judge_candidates
+        from engine.verification.llm_judge import llm_judge_candidates
+
+        project = self.session.project
+        ids = [int(c["id"]) for c in self.panel.visible_candidates() if c["status"] != "failed"]
+        if project is None or not ids:
+            self.status("No candidates listed to verify.")
+            return None
+        if kind == "llm":
+            try:
+                config = self.llm_config()
+            except CounterbiasError as exc:
+                self.show_error(exc)
+                return None
+            job = self.jobs.start(llm_judge_candidates, project, ids, config,
+                                  title=f"LLM judge on {len(ids):,} candidates")
+        else:
+            job = self.jobs.start(judge_candidates, project, ids, self._judge_members(),
+                                  title=f"Verify {len(ids):,} candidates")
+        self.panel.verification.set_busy(True)
+
+        def ended(*_args: Any) -> None:
+            self.panel.verification.set_busy(False)
+            self.reload_candidates()
+
+        def done(result: Any) -> None:
+            ended()
+            if kind == "llm":
+                self.panel.set_message(f"LLM judge: {result.agree} of {result.judged} candidates read as their target"
+                                       + (f"; {len(result.unparsed)} answers unusable" if result.unparsed else "")
+                                       + (f"; {len(result.failed)} requests failed" if result.failed else "") + ".")
+
+        job.on_finished(done)
+        job.on_failed(lambda exc, tb: (ended(), self.panel.set_message(f"Verification failed: {exc}")))
+        job.on_cancelled(ended)
+        return job
+
+    def _judge_members(self) -> list[str]:
+        """The members that judged the listed candidates (else those of the dataset's newest vote)."""
+        for cand in self.panel.visible_candidates():
+            members = list(((cand.get("scores") or {}).get("judge") or {}).get("members") or {})
+            if members:
+                return members
+        dataset = self.session.dataset
+        found = list(self.session.project.db.query(
+            "SELECT params FROM vote_sets WHERE dataset_id = ? ORDER BY id DESC LIMIT 1", [dataset.id])) if dataset else []
+        return list(json.loads(found[0]["params"] or "{}").get("models") or []) if found else []
 
     def edit_current(self) -> Any:
         """Open the editor on the current candidate; saving accepts it with the new text."""

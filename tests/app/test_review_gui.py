@@ -260,3 +260,52 @@ def test_candidates_are_listed_while_generation_runs(window, qtbot):
         assert any(0 < n < 5 for n in listed), listed  # batches were listed as they were stored
     finally:
         slow.close()
+
+
+def test_verification_panel_shows_every_check_and_the_llm_judge(window, qtbot, server, tmp_path):
+    """One panel per candidate: every check's verdict and reason; the LLM judge runs as a job and fills its row."""
+    win, panel = window, window.review_panel
+    project = win.session.project
+    dataset = win.current_dataset
+    _configure_llm(win, qtbot, server)
+    _select_rows(win, [0, 1, 2])
+    win.show_review_tab()
+    with qtbot.waitSignal(win.jobs.done, timeout=120_000):
+        panel.generate_selection.click()
+    panel.scope.setCurrentIndex(panel.scope.findData("dataset"))
+    cand = panel.current_candidate()
+    assert cand is not None and cand["status"] != "failed"
+    view = panel.verification
+    shown = {name: (status, reason) for name, status, reason in view.rows()}
+    from engine.verification.checks import CHECKS
+
+    assert list(shown) == CHECKS.names()
+    assert shown["refusal"][0] == "pass" and shown["llm-judge"][0] == "skip"
+    assert shown["label-flip"][0] in ("pass", "fail") and "predicts" in shown["label-flip"][1]
+    assert ("Passes the accept rule" in view.summary.text()) == bool(cand["scores"]["passes"])
+
+    # the LLM judge: the stub answers with the target label for every text (scripted_reply's fallback
+    # would give triples, so a dedicated reply answers the judge prompt)
+    targets = {r["text"]: r["target_label"] for r in candidate_rows(project, dataset_id=dataset.id)}
+
+    def judge_reply(body):
+        user = [m["content"] for m in body["messages"] if m["role"] == "user"][-1]
+        if user.startswith("Task:") and "\nText: " in user:
+            return targets.get(user.split("\nText: ", 1)[1], "Positive")
+        return scripted_reply(body)
+
+    server.reply = judge_reply
+    with qtbot.waitSignal(win.jobs.done, timeout=60_000):
+        view.llm_button.click()
+    qtbot.waitUntil(lambda: "LLM judge:" in panel.message.text(), timeout=10_000)
+    shown = {name: (status, reason) for name, status, reason in panel.verification.rows()}
+    assert shown["llm-judge"][0] == "pass" and shown["llm-judge"][1].startswith("pass: reads as")
+    stored = load_candidate(project, panel.current_candidate_id())["scores"]
+    assert stored["llm_judge"]["label"] == stored["verdicts"]["llm-judge"]["reason"].split()[-1]
+    import os
+
+    shot = os.environ.get("SHOT_VERIFY")
+    if shot:  # a screenshot for a person to look at (run under xvfb)
+        panel.verification.table.resizeRowsToContents()
+        qtbot.wait(200)
+        win.grab().save(shot)
