@@ -44,6 +44,9 @@ def _add_generate(sub: argparse._SubParsersAction) -> None:
                    help="reconstruct mode: chance to drop each normal triple (default 0.1)")
     p.add_argument("--no-shuffle", action="store_true", help="reconstruct mode: keep normal triples in their order")
     p.add_argument("--no-gender-swap", action="store_true", help="do not swap gendered words")
+    p.add_argument("--edit-polar", type=float, default=0.8,
+                   help="edit mode: also edit sentences the judge members read alone as the original label with at "
+                   "least this probability (default 0.8; 0: only sentences holding principal words)")
     p.add_argument("--fields", help="fields to edit (default: text, or hypothesis for pairs)")
     p.add_argument("--judge", help="comma-separated judge members (default: the vote's members; 'none')")
     p.add_argument("--vote-set", type=int, help="vote set id (default: the newest vote per example)")
@@ -59,6 +62,7 @@ def _run_generate(args: argparse.Namespace, progress: StderrProgress, cancel: Ca
         targets=args.targets, samples=args.samples, temperature=args.temperature, seed=args.seed,
         max_tokens=args.max_tokens, shuffle=not args.no_shuffle, drop_prob=args.drop_prob,
         swap_gender=not args.no_gender_swap, mode=args.mode, repair_flip=not args.no_flip_repair,
+        edit_polar=args.edit_polar,
         fields=tuple(csv_list(args.fields)) if args.fields else None,
     )
     judge = None if args.judge is None else ([] if args.judge == "none" else csv_list(args.judge))

@@ -54,7 +54,7 @@ import random
 import re
 import sqlite3
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from contextlib import closing, nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -131,6 +131,8 @@ class FieldPlan:
     edits: list[SentenceEdit] = field(default_factory=list)
     others: list[str] = field(default_factory=list)
     flip: dict[str, Any] | None = None
+    #: Sentences edited because the ensemble reads them alone as the original label (``edit_polar``).
+    polar: list[int] = field(default_factory=list)
 
     @property
     def to_rewrite(self) -> list[int]:
@@ -150,6 +152,7 @@ class FieldPlan:
             "keep": self.keep,
             "edits": [e.to_dict() for e in self.edits],
             "flip_repair": self.flip,
+            "polar": self.polar,
         }
 
 
@@ -314,6 +317,8 @@ def generate_counterbias(
             members = list(judge) if judge is not None else list(vote_set["params"].get("models") or [])
             guard = LeakGuard.from_prompts(LEAK_SOURCES[settings.mode])
             label_fn = _judge_fn(project, members, token) if settings.mode == "edit" and settings.repair_flip else None
+            polar_fn = (_polar_fn(project, members, token)
+                        if settings.mode == "edit" and settings.edit_polar > 0 and members else None)
             gen_progress = scaled(progress, 0.3, 0.9)
             gen_started = time.perf_counter()
             chunk_size = chunk_size or max(4, 2 * int(llm_config.concurrency))
@@ -321,7 +326,7 @@ def generate_counterbias(
                 token.raise_if_cancelled()
                 chunk = slots[start : start + chunk_size]
                 if settings.mode == "edit":
-                    _edit_chunk(client, chunk, dataset, settings, mapping, token, guard, label_fn)
+                    _edit_chunk(client, chunk, dataset, settings, mapping, token, guard, label_fn, polar_fn)
                 else:
                     _run_chunk(client, chunk, dataset, settings, mapping, token, guard)
                 created, failed = project.writer.run(_store_slots, run.id, chunk, key, llm_config, vote_set["id"])
@@ -355,6 +360,30 @@ def _judge_fn(project: Project, members: Sequence[str], token: CancelToken) -> A
         return ensemble_labels(project, members, rows, cancel=token)
 
     return labels
+
+
+def _polar_fn(project: Project, members: Sequence[str], token: CancelToken) -> Any:
+    """``polar(sentences, label) -> mean member probability of label`` for each sentence read alone."""
+    from engine.models.predict import predict
+    from engine.models.store import get_model
+
+    import numpy as np
+
+    infos = {m: get_model(project, m) for m in members}
+    single = [m for m, info in infos.items() if list(info.fields) == ["text"]]
+
+    def polar(sentences: Sequence[str], label: str) -> list[float]:
+        if not sentences or not single:
+            return [0.0] * len(sentences)
+        total = np.zeros(len(sentences))
+        for name in single:
+            labels = list(infos[name].labels)
+            if label not in labels:
+                return [0.0] * len(sentences)
+            total += predict(project, name, list(sentences), cancel=token)[:, labels.index(label)]
+        return list(total / len(single))
+
+    return polar
 
 
 def _vote_source(project: Project, dataset: DatasetInfo, vote_set_id: int | None) -> dict[str, Any]:
@@ -562,8 +591,9 @@ def _content(words: Sequence[str]) -> list[str]:
     return [w for w in words if w.lower() not in FUNCTION_WORDS]
 
 
-def _chosen_sentences(plan: FieldPlan, sentences: Sequence[str]) -> list[int]:
-    """Sentences to rewrite: those holding a principal triple or a principal content word; else all.
+def _chosen_sentences(plan: FieldPlan, sentences: Sequence[str], polar: Iterable[int] = ()) -> list[int]:
+    """Sentences to rewrite: those holding a principal triple or a principal content word, and
+    ``polar`` ones (read as the original label on their own); else all.
 
     A sentence holding a principal word goes in even when no triple of it does: the triples of a
     small LLM miss words, and a principal word left in an unedited sentence keeps the label.
@@ -571,10 +601,12 @@ def _chosen_sentences(plan: FieldPlan, sentences: Sequence[str]) -> list[int]:
     chosen = {plan.sentence_of[i] for i, c in enumerate(plan.categories)
               if c == "principal" and i < len(plan.sentence_of)} & set(range(len(sentences)))
     chosen |= {i for i, s in enumerate(sentences) if surface_words(s, _content(plan.principal))}
+    chosen |= set(polar) & set(range(len(sentences)))
     return sorted(chosen) or list(range(len(sentences)))
 
 
-def _plan_edits(slot: Slot, plan: FieldPlan, mapping: dict[str, str]) -> tuple[str, list[tuple[int, int]]] | None:
+def _plan_edits(slot: Slot, plan: FieldPlan, mapping: dict[str, str], polar_fn: Any = None,
+                min_polar: float = 1.0) -> tuple[str, list[tuple[int, int]]] | None:
     """Fill ``plan.edits`` (the sentences to rewrite, gender-swapped); return the text's base and spans."""
     sentences = split_sentences(plan.original)
     if not sentences:
@@ -589,7 +621,12 @@ def _plan_edits(slot: Slot, plan: FieldPlan, mapping: dict[str, str]) -> tuple[s
         swapped.append(new)
         plan.swaps.extend(found)
     plan.others = list(swapped)
-    for i in _chosen_sentences(plan, raw):
+    polar: list[int] = []
+    if polar_fn is not None and plan.field == "text":
+        probs = polar_fn(raw, str(slot.example["label"]))
+        polar = [i for i, p in enumerate(probs) if p >= min_polar and len(raw[i].split()) >= 3]
+        plan.polar = polar
+    for i in _chosen_sentences(plan, raw, polar):
         change = surface_words(swapped[i], _content(plan.principal))
         gendered = [b for a, b in (swap_gender(raw[i], mapping)[1] if mapping else [])]
         keep = list(dict.fromkeys([*_keep_words(raw[i], plan, mapping), *gendered]))
@@ -648,7 +685,7 @@ def _fail_unedited(slot: Slot) -> None:
 
 def _edit_chunk(client: CachedClient, slots: list[Slot], dataset: DatasetInfo, settings: GenerateSettings,
                 mapping: dict[str, str], token: CancelToken, guard: LeakGuard,
-                label_fn: Any = None) -> None:
+                label_fn: Any = None, polar_fn: Any = None) -> None:
     """Edit mode: rewrite the sentences holding principal triples, one request each (see the module doc)."""
     task = settings.task_description(dataset.labels)
     layout: dict[int, tuple[str, list[tuple[int, int]], list[str]]] = {}
@@ -657,7 +694,7 @@ def _edit_chunk(client: CachedClient, slots: list[Slot], dataset: DatasetInfo, s
         if slot.error is not None:
             continue
         for plan in slot.fields:
-            found = _plan_edits(slot, plan, mapping)
+            found = _plan_edits(slot, plan, mapping, polar_fn, settings.edit_polar)
             if found is None:
                 break
             base, spans = found

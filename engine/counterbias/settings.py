@@ -56,6 +56,12 @@ class GenerateSettings:
         premise is kept as the context that the new hypothesis must relate to differently).
     task
         A short task description for the prompts (default: guessed from the labels).
+    edit_polar
+        Edit mode: also edit every sentence (of three words or more) that the ensemble, reading it
+        alone, gives the original label with at least this mean probability, even when it holds no
+        principal word (``0``: off). Human editors change every sentence that carries the label;
+        a review whose other opinionated sentences stay as they were keeps its label. Needs the
+        judge members.
     """
 
     mode: str = "edit"
@@ -70,6 +76,7 @@ class GenerateSettings:
     swap_gender: bool = True
     fields: tuple[str, ...] | None = None
     task: str | None = None
+    edit_polar: float = 0.8
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -80,6 +87,9 @@ class GenerateSettings:
             raise GenerationConfigError(f"drop_prob {self.drop_prob} is out of range.", "Use a value in [0, 1), e.g. 0.1.")
         if not 0.0 <= self.temperature <= 2.0:
             raise GenerationConfigError(f"temperature {self.temperature} is out of range.", "Use 0 to 2.")
+        if not 0.0 <= self.edit_polar <= 1.0:
+            raise GenerationConfigError(f"edit_polar {self.edit_polar} is out of range.",
+                                        "Use a probability in [0, 1], e.g. 0.8, or 0 to turn it off.")
         if self.fields is not None:
             object.__setattr__(self, "fields", tuple(self.fields))
 

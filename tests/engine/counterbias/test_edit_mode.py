@@ -203,3 +203,28 @@ def test_a_sentence_that_cannot_be_edited_stays_and_the_candidate_is_kept(voted_
     edits = {e["sentence"]: e for e in rows[0]["meta"]["fields"][0]["edits"]}
     assert edits[cold]["new"] is None and edits[cold]["problems"] == ["unchanged", "unchanged"]
     assert "Sentence 3" in edits[cold]["failure"] and edits[TARGET]["failure"] is None
+
+
+def test_sentences_the_ensemble_reads_as_the_original_label_are_edited_too(voted_project, stub, tmp_path):
+    """``edit_polar``: a sentence without a principal word is edited when the members, reading it alone,
+    give it the original label with at least that probability (here the tiny members' ~0.5)."""
+    project = voted_project
+    dataset = _dataset_with_vote(project, tmp_path)
+    server = stub(reply=scripted_reply)
+    config = LLMConfig(backend="openai", model="stub", base_url=server.base_url)
+    first = [int(next(iter(project.iter_examples(dataset.id)))["id"])]
+    members = ["r:tiny-distilbert", "r:tiny-roberta", "r:tiny-mpnet"]
+
+    def edited(threshold):
+        generate_counterbias(project, dataset.id, first, config, judge=members,
+                             settings=GenerateSettings(edit_polar=threshold, swap_gender=False, repair_flip=False))
+        rows = [r for r in candidate_rows(project, dataset_id=dataset.id)
+                if r["meta"].get("settings_key") == GenerateSettings(edit_polar=threshold, swap_gender=False,
+                                                                     repair_flip=False).key()]
+        plan = rows[0]["meta"]["fields"][0]
+        return plan["polar"], sorted(e["index"] for e in plan["edits"])
+
+    assert edited(0.0) == ([], [1])  # off: only the sentence holding the principal word
+    assert edited(0.99) == ([], [1])  # no sentence is read that surely as Positive by the tiny members
+    polar, indices = edited(0.01)
+    assert polar == [0, 1, 2] and indices == [0, 1, 2]
