@@ -215,11 +215,16 @@ def main() -> int:
     parser.add_argument("--rule", default=None, help="vote rule (default: the engine's default)")
     parser.add_argument("--model", default="qwen2.5-coder-1.5b", help="bundled local LLM")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--edit-polar", default="0.8",
+                        help="comma-separated edit_polar values, each generated and reported in this run "
+                        "(e.g. 0,0.8: before/after; the LLM answers they share come from the cache)")
+    parser.add_argument("--llm-judge", action="store_true",
+                        help="also ask the LLM which label each candidate expresses (verification's llm-judge check)")
     parser.add_argument("--out", type=Path, default=None, help="JSONL of candidates (default next to the project)")
     args = parser.parse_args()
 
     from engine.attribution import VoteSettings, find_principal_words
-    from engine.counterbias import candidate_rows, generate_counterbias
+    from engine.counterbias import GenerateSettings, candidate_rows, generate_counterbias
     from engine.counterbias.manipulate import matched_words
     from engine.io.importer import ImportOptions, import_file
     from engine.llm.config import LLMConfig
@@ -283,117 +288,135 @@ def main() -> int:
     t_vote = time.perf_counter() - t0
     config = LLMConfig(backend="local", model=args.model, concurrency=1,
                        params={"temperature": 0.0, "seed": 0}, options={"n_threads": args.threads})
-    t0 = time.perf_counter()
-    result = generate_counterbias(project, dataset.id, ids, config, vote_set_id=vote.vote_set_id)
-    t_gen = time.perf_counter() - t0
-    rows = candidate_rows(project, example_ids=ids)
+    for polar in [float(x) for x in args.edit_polar.split(",")]:
+        t0 = time.perf_counter()
+        gen_settings = GenerateSettings(edit_polar=polar)
+        result = generate_counterbias(project, dataset.id, ids, config, vote_set_id=vote.vote_set_id,
+                                      settings=gen_settings)
+        if args.llm_judge:
+            from engine.verification.llm_judge import llm_judge_candidates
 
-    # ---------------------------------------------------------------- judges
-    tfidf = tfidf_judge(path.with_name("imdb_tfidf_judge.pkl"))
-    made = [r for r in rows if r["status"] != "failed"]
-    first = {}
-    for r in made:  # one candidate per review: the first made
-        first.setdefault(int(r["example_id"]), r)
-    gen_ids = sorted(first)
-    gen_texts = [first[i]["text"] for i in gen_ids]
-    targets = {i: ("Positive" if originals[i]["label"] == "Negative" else "Negative") for i in ids}
-    human_texts = [human[i] for i in ids]
-    orig_texts = [originals[i]["text"] for i in ids]
+            made_ids = [r["id"] for r in candidate_rows(project, example_ids=ids)
+                        if r["status"] != "failed" and r["meta"].get("settings_key") == gen_settings.key()]
+            judged = llm_judge_candidates(project, made_ids, config)
+            print(f"LLM judge: {judged.summary()}", file=sys.stderr)
+        t_gen = time.perf_counter() - t0
+        rows = [r for r in candidate_rows(project, example_ids=ids) if r["meta"].get("settings_key") == gen_settings.key()]
 
-    def rates(texts: list[str], keys: list[int]) -> dict[str, float]:
-        if not texts:
-            return {"ensemble": float("nan"), "vader": float("nan"), "tfidf": float("nan")}
-        ens = ensemble_labels(project, members, texts)
-        vad = vader_labels(texts)
-        tf = list(tfidf.predict(texts))
-        return {name: sum(p == targets[k] for p, k in zip(pred, keys)) / len(keys)
-                for name, pred in (("ensemble", ens), ("vader", vad), ("tfidf", tf))}
+        # ---------------------------------------------------------------- judges
+        tfidf = tfidf_judge(path.with_name("imdb_tfidf_judge.pkl"))
+        made = [r for r in rows if r["status"] != "failed"]
+        first = {}
+        for r in made:  # one candidate per review: the first made
+            first.setdefault(int(r["example_id"]), r)
+        gen_ids = sorted(first)
+        gen_texts = [first[i]["text"] for i in gen_ids]
+        targets = {i: ("Positive" if originals[i]["label"] == "Negative" else "Negative") for i in ids}
+        human_texts = [human[i] for i in ids]
+        orig_texts = [originals[i]["text"] for i in ids]
 
-    def accuracy(texts: list[str], keys: list[int]) -> dict[str, float]:
-        ens, vad, tf = ensemble_labels(project, members, texts), vader_labels(texts), list(tfidf.predict(texts))
-        return {name: sum(p == originals[k]["label"] for p, k in zip(pred, keys)) / len(keys)
-                for name, pred in (("ensemble", ens), ("vader", vad), ("tfidf", tf))}
+        def rates(texts: list[str], keys: list[int]) -> dict[str, float]:
+            if not texts:
+                return {"ensemble": float("nan"), "vader": float("nan"), "tfidf": float("nan")}
+            ens = ensemble_labels(project, members, texts)
+            vad = vader_labels(texts)
+            tf = list(tfidf.predict(texts))
+            return {name: sum(p == targets[k] for p, k in zip(pred, keys)) / len(keys)
+                    for name, pred in (("ensemble", ens), ("vader", vad), ("tfidf", tf))}
 
-    sentences = prompt_sentences()
+        def accuracy(texts: list[str], keys: list[int]) -> dict[str, float]:
+            ens, vad, tf = ensemble_labels(project, members, texts), vader_labels(texts), list(tfidf.predict(texts))
+            return {name: sum(p == originals[k]["label"] for p, k in zip(pred, keys)) / len(keys)
+                    for name, pred in (("ensemble", ens), ("vader", vad), ("tfidf", tf))}
 
-    from engine.attribution.wordlists import gender_pairs
+        sentences = prompt_sentences()
 
-    gendered = {w for pair in gender_pairs() for w in pair}
+        from engine.attribution.wordlists import gender_pairs
 
-    def text_stats(texts: list[str], keys: list[int]) -> dict[str, float]:
-        if not texts:
-            return {}
-        kept_words = total_words = all_kept = 0
-        plain_kept = plain_total = plain_all = 0
-        dist, leaked = [], 0
-        for text, k in zip(texts, keys):
-            keep = list((first.get(k) or {}).get("meta", {}).get("keep_words") or [])
-            found = matched_words(text, keep) if keep else []
-            kept_words += len(found)
-            total_words += len(keep)
-            all_kept += len(found) == len(keep)
-            # gendered words are swapped on purpose (CoBA's gender swap): count the others on their own too
-            plain = [w for w in keep if w.lower() not in gendered]
-            found_plain = matched_words(text, plain) if plain else []
-            plain_kept += len(found_plain)
-            plain_total += len(plain)
-            plain_all += len(found_plain) == len(plain)
-            o = words(originals[k]["text"])
-            dist.append(edit_distance(o, words(text)) / max(len(o), 1))
-            leaked += bool(leaks(text, originals[k]["text"], sentences))
-        return {"spurious_words_kept": kept_words / total_words if total_words else float("nan"),
-                "all_spurious_kept": all_kept / len(texts),
-                "plain_kept": plain_kept / plain_total if plain_total else float("nan"),
-                "plain_all_kept": plain_all / len(texts), "edit_distance": sum(dist) / len(dist),
-                "bleu4": bleu4(texts, [originals[k]["text"] for k in keys]), "prompt_leaks": leaked}
+        gendered = {w for pair in gender_pairs() for w in pair}
 
-    g_rates, h_rates = rates(gen_texts, gen_ids), rates(human_texts, ids)
-    g_stats, h_stats = text_stats(gen_texts, gen_ids), text_stats(human_texts, ids)
-    h_same = rates([human[i] for i in gen_ids], gen_ids)  # the human revisions of the reviews that got a candidate
-    acc = accuracy(orig_texts, ids)
-    passing = [r for r in made if r["status"] == "proposed" and r["scores"].get("passes")]
-    p_ids = [int(r["example_id"]) for r in passing]
-    p_rates = rates([r["text"] for r in passing], p_ids)
+        def text_stats(texts: list[str], keys: list[int]) -> dict[str, float]:
+            if not texts:
+                return {}
+            kept_words = total_words = all_kept = 0
+            plain_kept = plain_total = plain_all = 0
+            dist, leaked = [], 0
+            for text, k in zip(texts, keys):
+                keep = list((first.get(k) or {}).get("meta", {}).get("keep_words") or [])
+                found = matched_words(text, keep) if keep else []
+                kept_words += len(found)
+                total_words += len(keep)
+                all_kept += len(found) == len(keep)
+                # gendered words are swapped on purpose (CoBA's gender swap): count the others on their own too
+                plain = [w for w in keep if w.lower() not in gendered]
+                found_plain = matched_words(text, plain) if plain else []
+                plain_kept += len(found_plain)
+                plain_total += len(plain)
+                plain_all += len(found_plain) == len(plain)
+                o = words(originals[k]["text"])
+                dist.append(edit_distance(o, words(text)) / max(len(o), 1))
+                leaked += bool(leaks(text, originals[k]["text"], sentences))
+            return {"spurious_words_kept": kept_words / total_words if total_words else float("nan"),
+                    "all_spurious_kept": all_kept / len(texts),
+                    "plain_kept": plain_kept / plain_total if plain_total else float("nan"),
+                    "plain_all_kept": plain_all / len(texts), "edit_distance": sum(dist) / len(dist),
+                    "bleu4": bleu4(texts, [originals[k]["text"] for k in keys]), "prompt_leaks": leaked}
 
-    # ---------------------------------------------------------------- report
-    def f(x: float) -> str:
-        return "   –" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:5.2f}"
+        g_rates, h_rates = rates(gen_texts, gen_ids), rates(human_texts, ids)
+        g_stats, h_stats = text_stats(gen_texts, gen_ids), text_stats(human_texts, ids)
+        h_same = rates([human[i] for i in gen_ids], gen_ids)  # the human revisions of the reviews that got a candidate
+        acc = accuracy(orig_texts, ids)
+        passing = [r for r in made if r["status"] == "proposed" and r["scores"].get("passes")]
+        p_ids = [int(r["example_id"]) for r in passing]
+        p_rates = rates([r["text"] for r in passing], p_ids)
 
-    n = len(ids)
-    print(f"\nCoBA quality on {n} CAD dev reviews — model {args.model}, members {', '.join(members)}")
-    print(f"judges on the originals (accuracy): ensemble {acc['ensemble']:.2f}, VADER {acc['vader']:.2f}, "
-          f"TF-IDF {acc['tfidf']:.2f} ({getattr(tfidf, 'info', '')})")
-    print(f"{'':<34}{'generated':>10}{'human':>10}")
-    print(f"{'made (reviews) / failed':<34}{len(gen_ids):>6}/{n - len(gen_ids):<3}{'–':>10}")
-    print(f"{'candidates made / failed (rows)':<34}{len(made):>6}/{len(rows) - len(made):<3}")
-    for name, label in (("ensemble", "flip rate, product ensemble"), ("vader", "flip rate, VADER"),
-                        ("tfidf", "flip rate, TF-IDF (IMDb)")):
-        print(f"{label:<34}{f(g_rates[name]):>10}{f(h_rates[name]):>10}   (human on the same reviews {f(h_same[name])})")
-    for key, label in (("spurious_words_kept", "spurious words kept (words)"), ("all_spurious_kept", "texts keeping all"),
-                       ("plain_kept", "  the same, gendered words left out"), ("plain_all_kept", "  texts keeping all of those"),
-                       ("edit_distance", "word edit distance to original"), ("bleu4", "BLEU-4 against original")):
-        print(f"{label:<34}{f(g_stats.get(key, float('nan'))):>10}{f(h_stats.get(key, float('nan'))):>10}")
-    print(f"{'prompt leaks (texts)':<34}{g_stats.get('prompt_leaks', 0):>10}{h_stats.get('prompt_leaks', 0):>10}")
-    print(f"\ndecide accept --passing would accept {len(passing)} of {len(made)} candidates; on those: "
-          f"ensemble {f(p_rates['ensemble'])}, VADER {f(p_rates['vader'])}, TF-IDF {f(p_rates['tfidf'])} flip rate")
-    print(f"vote {t_vote:.0f} s, generation {t_gen:.0f} s ({result.sent} requests; noisy: shared CPU); "
-          f"total {time.perf_counter() - started:.0f} s")
+        # ---------------------------------------------------------------- report
+        def f(x: float) -> str:
+            return "   –" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:5.2f}"
 
-    with open(out_path, "w", encoding="utf-8") as fh:
-        for r in rows:
-            k = int(r["example_id"])
-            fh.write(json.dumps({
-                "example_id": k, "candidate_id": r["id"], "status": r["status"],
-                "original_label": originals[k]["label"], "target_label": r["target_label"],
-                "original": originals[k]["text"], "human_revision": human[k], "candidate": r["text"],
-                "passes": r["scores"].get("passes"), "judge": r["scores"].get("judge"),
-                "keep_words": r["meta"].get("keep_words"), "missing_spurious": r["scores"].get("missing_spurious"),
-                "edit_distance": (edit_distance(words(originals[k]["text"]), words(r["text"] or ""))
-                                  / max(len(words(originals[k]["text"])), 1)),
-                "prompt_leaks": leaks(r["text"] or "", originals[k]["text"], sentences),
-                "error": r["meta"].get("error"),
-            }, ensure_ascii=False) + "\n")
-    print(f"candidates with originals and human revisions: {out_path}")
+        n = len(ids)
+        print(f"\nCoBA quality on {n} CAD dev reviews — model {args.model}, members {', '.join(members)}, "
+              f"edit_polar {polar}")
+        print(f"judges on the originals (accuracy): ensemble {acc['ensemble']:.2f}, VADER {acc['vader']:.2f}, "
+              f"TF-IDF {acc['tfidf']:.2f} ({getattr(tfidf, 'info', '')})")
+        print(f"{'':<34}{'generated':>10}{'human':>10}")
+        print(f"{'made (reviews) / failed':<34}{len(gen_ids):>6}/{n - len(gen_ids):<3}{'–':>10}")
+        print(f"{'candidates made / failed (rows)':<34}{len(made):>6}/{len(rows) - len(made):<3}")
+        for name, label in (("ensemble", "flip rate, product ensemble"), ("vader", "flip rate, VADER"),
+                            ("tfidf", "flip rate, TF-IDF (IMDb)")):
+            print(f"{label:<34}{f(g_rates[name]):>10}{f(h_rates[name]):>10}   (human on the same reviews {f(h_same[name])})")
+        for key, label in (("spurious_words_kept", "spurious words kept (words)"), ("all_spurious_kept", "texts keeping all"),
+                           ("plain_kept", "  the same, gendered words left out"), ("plain_all_kept", "  texts keeping all of those"),
+                           ("edit_distance", "word edit distance to original"), ("bleu4", "BLEU-4 against original")):
+            print(f"{label:<34}{f(g_stats.get(key, float('nan'))):>10}{f(h_stats.get(key, float('nan'))):>10}")
+        print(f"{'prompt leaks (texts)':<34}{g_stats.get('prompt_leaks', 0):>10}{h_stats.get('prompt_leaks', 0):>10}")
+        print(f"\ndecide accept --passing would accept {len(passing)} of {len(made)} candidates; on those: "
+              f"ensemble {f(p_rates['ensemble'])}, VADER {f(p_rates['vader'])}, TF-IDF {f(p_rates['tfidf'])} flip rate")
+        failing = Counter(name for r in made for name, v in (r["scores"].get("verdicts") or {}).items()
+                          if v.get("status") == "fail")
+        print("failing checks (candidates): " + (", ".join(f"{k} {v}" for k, v in failing.most_common()) or "none"))
+        if args.llm_judge:
+            agree = [r for r in made if (r["scores"].get("llm_judge") or {}).get("label") == r["target_label"]]
+            print(f"LLM judge reads {len(agree)} of {len(made)} candidates as their target")
+        print(f"vote {t_vote:.0f} s, generation {t_gen:.0f} s ({result.sent} requests; noisy: shared CPU); "
+              f"total {time.perf_counter() - started:.0f} s")
+
+        with open(out_path.with_name(f"{out_path.stem}-polar{polar}{out_path.suffix}"), "w", encoding="utf-8") as fh:
+            for r in rows:
+                k = int(r["example_id"])
+                fh.write(json.dumps({
+                    "example_id": k, "candidate_id": r["id"], "status": r["status"],
+                    "original_label": originals[k]["label"], "target_label": r["target_label"],
+                    "original": originals[k]["text"], "human_revision": human[k], "candidate": r["text"],
+                    "passes": r["scores"].get("passes"), "judge": r["scores"].get("judge"),
+                    "verdicts": r["scores"].get("verdicts"), "llm_judge": r["scores"].get("llm_judge"),
+                    "keep_words": r["meta"].get("keep_words"), "missing_spurious": r["scores"].get("missing_spurious"),
+                    "edit_distance": (edit_distance(words(originals[k]["text"]), words(r["text"] or ""))
+                                      / max(len(words(originals[k]["text"])), 1)),
+                    "prompt_leaks": leaks(r["text"] or "", originals[k]["text"], sentences),
+                    "error": r["meta"].get("error"),
+                }, ensure_ascii=False) + "\n")
+    print(f"candidates with originals and human revisions: {out_path.parent}/{out_path.stem}-polar*.jsonl")
     project.close()
     return 0
 
