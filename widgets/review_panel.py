@@ -166,6 +166,13 @@ def candidate_html(candidate: dict[str, Any]) -> str:
     if distance is not None:
         parts.append(f"<p><b>Edit distance</b> to the original: {float(distance):.2f} "
                      "<span style='color:#555'>(share of words changed; human revisions ≈ 0.2)</span></p>")
+    guide = meta.get("guide") or {}
+    if guide.get("keywords") or guide.get("excerpts"):
+        parts.append("<p style='margin-bottom:0'><b>Retrieved (CORE)</b> · keywords offered: "
+                     + esc(", ".join(guide.get("keywords") or [])) + "</p><ul style='margin-top:2px'>"
+                     + "".join(f"<li><i>{esc(e)}</i></li>" for e in guide.get("excerpts") or []) + "</ul>")
+    elif meta.get("mode") == "llm":
+        parts.append("<p style='color:#555'>LLM-only edit: no retrieval, no triples (the baseline).</p>")
     repairs = meta.get("repairs") or {}
     if repairs:
         named = {"edit": "sentence repaired", "flip": "half flip repaired", "rewrite": "rewrite repaired",

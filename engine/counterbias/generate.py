@@ -105,7 +105,8 @@ METHOD = "coba"
 PROMPTS = ("rewrite", "rewrite_repair", "reconstruct", "reconstruct_repair", "edit_sentence",
            "edit_sentence_repair", "edit_flip_repair")
 #: Prompts whose few-shot examples a candidate must not repeat, per mode.
-LEAK_SOURCES = {"edit": ("edit_sentence", "triples"), "reconstruct": ("rewrite", "reconstruct", "triples")}
+LEAK_SOURCES = {"edit": ("edit_sentence", "triples"), "reconstruct": ("rewrite", "reconstruct", "triples"),
+                "core": ("guided_edit",), "llm": ("guided_edit",)}
 
 
 @dataclass

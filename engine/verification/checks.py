@@ -193,7 +193,7 @@ def _guard(mode: str) -> Any:
 
 
 def prompt_leak(subject: Subject, criteria: CandidateFilter) -> Verdict:
-    guard = _guard(subject.mode if subject.mode in ("edit", "reconstruct") else "edit")
+    guard = _guard(subject.mode)
 
     def find(new: str, original: str) -> str | None:
         leaked = guard.find(new, original)
