@@ -32,6 +32,7 @@ DEFAULTS: dict[str, Any] = {
     "llm_shuffle": True,
     "llm_drop_prob": 0.1,
     "llm_swap_gender": True,
+    "llm_edit_polar": 0.8,
     "llm_mode": "edit",
 }
 

@@ -54,6 +54,7 @@ DEFAULT_VALUES: dict[str, Any] = {
     "drop_prob": 0.1,
     "swap_gender": True,
     "mode": "edit",
+    "edit_polar": 0.8,
 }
 FIELDS = tuple(DEFAULT_VALUES)
 
@@ -132,6 +133,11 @@ class LLMDialog(QDialog):
         self.drop_prob = QDoubleSpinBox(minimum=0.0, maximum=0.9, singleStep=0.05, decimals=2)
         self.drop_prob.setToolTip("Chance to drop each normal triple (never a principal or spurious one)")
         self.swap_gender = QCheckBox("Swap gendered words (binary word-pair list)")
+        self.edit_polar = QDoubleSpinBox(minimum=0.0, maximum=1.0, singleStep=0.05, decimals=2)
+        self.edit_polar.setSpecialValueText("off")
+        self.edit_polar.setToolTip("Edit mode: also edit every sentence that the ensemble, reading it alone, gives the "
+                                   "original label with at least this probability (0: off; only sentences holding "
+                                   "principal words are edited)")
         self.mode = QComboBox()
         self.mode.addItem("Edit sentences (keeps the rest of the text)", "edit")
         self.mode.addItem("Reconstruct from triples (CoBA paper)", "reconstruct")
@@ -147,6 +153,7 @@ class LLMDialog(QDialog):
         gen_form.addRow("", self.shuffle)
         gen_form.addRow("Drop probability:", self.drop_prob)
         gen_form.addRow("", self.swap_gender)
+        gen_form.addRow("Edit sentences read as original, P ≥", self.edit_polar)
 
         self.test_button = QPushButton("Test connection")
         self.test_button.clicked.connect(self.request_test)
@@ -199,6 +206,7 @@ class LLMDialog(QDialog):
         self.shuffle.setChecked(bool(values["shuffle"]))
         self.drop_prob.setValue(float(values["drop_prob"]))
         self.swap_gender.setChecked(bool(values["swap_gender"]))
+        self.edit_polar.setValue(float(values.get("edit_polar", DEFAULT_VALUES["edit_polar"])))
         self.mode.setCurrentIndex(max(self.mode.findData(str(values.get("mode") or "edit")), 0))
 
     def values(self) -> dict[str, Any]:
@@ -217,6 +225,7 @@ class LLMDialog(QDialog):
             "drop_prob": round(self.drop_prob.value(), 2),
             "swap_gender": self.swap_gender.isChecked(),
             "mode": self.mode.currentData(),
+            "edit_polar": round(self.edit_polar.value(), 2),
         }
 
     def config(self) -> LLMConfig:
@@ -358,4 +367,5 @@ def settings_from_values(values: Mapping[str, Any]) -> GenerateSettings:
         drop_prob=float(values["drop_prob"]),
         swap_gender=bool(values["swap_gender"]),
         mode=str(values["mode"] or "edit"),
+        edit_polar=float(values["edit_polar"]),
     )
