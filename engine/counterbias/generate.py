@@ -71,7 +71,7 @@ from engine.counterbias.edit import (
     missing_words,
     surface_words,
 )
-from engine.counterbias.leak import LeakGuard
+from engine.counterbias.leak import LEAK_SOURCES, LeakGuard
 from engine.counterbias.manipulate import (
     arrange,
     categorize,
@@ -104,9 +104,6 @@ __all__ = ["GenerateResult", "clean_reconstruction", "generate_counterbias"]
 METHOD = "coba"
 PROMPTS = ("rewrite", "rewrite_repair", "reconstruct", "reconstruct_repair", "edit_sentence",
            "edit_sentence_repair", "edit_flip_repair")
-#: Prompts whose few-shot examples a candidate must not repeat, per mode.
-LEAK_SOURCES = {"edit": ("edit_sentence", "triples"), "reconstruct": ("rewrite", "reconstruct", "triples"),
-                "core": ("guided_edit",), "llm": ("guided_edit",)}
 
 
 @dataclass

@@ -181,7 +181,8 @@ def generate_guided(
     Cancelled
         Finished chunks are stored.
     """
-    from engine.counterbias.generate import LEAK_SOURCES, _rate
+    from engine.counterbias.generate import _rate
+    from engine.counterbias.leak import LEAK_SOURCES
     from engine.counterbias.leak import LeakGuard
     from engine.counterbias.settings import GenerateSettings
     from engine.counterbias.verify import judge_candidates

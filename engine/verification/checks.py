@@ -30,14 +30,18 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from engine.errors import CounterbiasError
 from engine.registry import Registry
 from engine.verification import heuristics
 
-if TYPE_CHECKING:
-    from engine.counterbias.verify import CandidateFilter
+
+
+class CandidateFilter(Protocol):
+    """What the checks read from the accept rule (:class:`engine.counterbias.verify.CandidateFilter`)."""
+
+    min_member_prob: float
 
 __all__ = ["CHECKS", "UnknownCheckError", "Subject", "Verdict", "run_checks"]
 
@@ -186,8 +190,7 @@ def prompt_echo(subject: Subject, criteria: CandidateFilter) -> Verdict:
 
 @functools.cache
 def _guard(mode: str) -> Any:
-    from engine.counterbias.generate import LEAK_SOURCES
-    from engine.counterbias.leak import LeakGuard
+    from engine.counterbias.leak import LEAK_SOURCES, LeakGuard
 
     return LeakGuard.from_prompts(LEAK_SOURCES.get(mode) or LEAK_SOURCES["edit"])
 
