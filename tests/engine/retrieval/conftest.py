@@ -10,15 +10,20 @@ a corpus make their own project.
 from __future__ import annotations
 
 import csv
+import os
 import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.engine.models.fixtures import models_cache  # noqa: F401
+from tests.engine.models import fixtures as _model_fixtures
 
-SHARED_DATA = Path(__file__).resolve().parents[3].parent / "shared" / "data"
+#: The session's models cache (quick-cpu features), shared with the model tests.
+models_cache = _model_fixtures.models_cache
+
+#: ``../shared/data`` beside the checkout (``COUNTERBIAS_SHARED_DATA`` overrides it, e.g. for a git worktree).
+SHARED_DATA = Path(os.environ.get("COUNTERBIAS_SHARED_DATA") or Path(__file__).resolve().parents[3].parent / "shared" / "data")
 IMDB_TEST = SHARED_DATA / "imdb_maas" / "test.tsv.gz"
 CAD_TRAIN = SHARED_DATA / "cad" / "sentiment" / "combined" / "train.tsv"
 #: IMDb test reviews whose sentences form the shared corpus (about 300 sentences).
@@ -49,7 +54,7 @@ def short_cad_reviews(folder: Path, max_words: int = 60) -> Path:
 
 
 @pytest.fixture(scope="session")
-def labelled_template(tmp_path_factory: pytest.TempPathFactory, models_cache: Path) -> Path:  # noqa: F811
+def labelled_template(tmp_path_factory: pytest.TempPathFactory, models_cache: Path) -> Path:
     """A closed project file: dataset ``cad`` (179 short reviews), member ``judge``, corpus ``imdb`` labelled + flat index."""
     need_data()
     need_faiss()
