@@ -75,9 +75,13 @@ class MiniLMEncoder:
                cancel: CancelToken | None = None) -> np.ndarray:
         from engine.evaluation.embeddings import embed_texts
 
-        vectors = embed_texts(list(texts), batch_size=self.batch_size, max_length=self.max_length,
+        # Batches of similar length pad less: encode in length order, return in the given order.
+        order = np.argsort([len(t) for t in texts], kind="stable")
+        vectors = embed_texts([texts[i] for i in order], batch_size=self.batch_size, max_length=self.max_length,
                               progress=progress, cancel=cancel)
-        return normalise_rows(vectors)
+        out = np.empty_like(vectors)
+        out[order] = vectors
+        return normalise_rows(out)
 
 
 def make_encoder(name: str = "minilm-l6", **options: object) -> Encoder:

@@ -139,6 +139,7 @@ def build_index(
     cancel = ensure_token(cancel)
     faiss = faiss_module()
     vectors = build_vectors(project, name, encoder, progress=scaled(progress, 0.0, 0.9), cancel=cancel)
+    assert vectors is not None  # no limit: every sentence is encoded
     index_kind = make_kind(kind, vectors.rows, params)
     key = _key(vectors.corpus_id, vectors.corpus_version, vectors.rows, encoder.key, index_kind)
     path, record = _paths(vectors.folder, index_kind.name)

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from engine.retrieval.encoders import Encoder
     from engine.store import Project
 
-__all__ = ["VectorStore", "build_vectors", "corpus_folder", "open_vectors"]
+__all__ = ["VectorStore", "build_vectors", "corpus_folder", "encoded_prefix", "open_vectors"]
 
 VECTORS = "vectors.npy"
 RECORD = "vectors.json"
@@ -101,9 +101,10 @@ def build_vectors(
     encoder: Encoder,
     *,
     chunk: int = 2048,
+    limit: int | None = None,
     progress: ProgressFn = no_progress,
     cancel: CancelToken | None = None,
-) -> VectorStore:
+) -> VectorStore | None:
     """Encode every sentence of the corpus not encoded yet; resumable.
 
     Parameters
@@ -114,6 +115,9 @@ def build_vectors(
         A sentence encoder (:func:`engine.retrieval.encoders.make_encoder`).
     chunk
         Sentences encoded, written and recorded at a time (the most a killed build loses).
+    limit
+        Encode only the first ``limit`` sentences (a benchmark's prefix; read it with
+        :func:`encoded_prefix`); returns ``None`` when that leaves the corpus unfinished.
     progress, cancel
         Reported and checked per encoder batch.
 
@@ -137,15 +141,16 @@ def build_vectors(
               "rows_done": done, "corpus_version": corpus.version}
     _write_record(folder, record)
     first = done
+    stop_at = rows if limit is None else min(rows, int(limit))
     try:
-        for start in range(done, rows, chunk):
+        for start in range(done, stop_at, chunk):
             cancel.raise_if_cancelled()
-            stop = min(rows, start + chunk)
+            stop = min(stop_at, start + chunk)
             texts = sentence_range(project, corpus.id, start, stop)
 
             def sub(fraction: float, message: str = "", start: int = start, size: int = stop - start) -> None:
                 at = start + fraction * size
-                progress((at - first) / max(1, rows - first), f"embedded {int(at):,}/{rows:,} sentences")
+                progress((at - first) / max(1, stop_at - first), f"embedded {int(at):,}/{stop_at:,} sentences")
 
             matrix[start:stop] = encoder.encode(texts, progress=sub, cancel=cancel)
             matrix.flush()
@@ -153,7 +158,9 @@ def build_vectors(
             _write_record(folder, record)
     finally:
         del matrix
-    progress(1.0, f"embedded {rows:,} sentences")
+    progress(1.0, f"embedded {stop_at:,} sentences")
+    if stop_at < rows:
+        return None
     store = open_vectors(project, name, encoder.key)
     return VectorStore(store.folder, store.encoder_key, store.corpus_id, store.corpus_version, store.vectors,
                        rows - first)
@@ -180,3 +187,13 @@ def open_vectors(project: Project, name: str, encoder_key: str) -> VectorStore:
         raise IndexNotBuiltError(f"The embeddings file of corpus {name!r} has {vectors.shape[0]:,} rows, the corpus "
                                  f"{rows:,}.", f"Build them again: counterbias index PROJECT {name}.")
     return VectorStore(folder, encoder_key, corpus.id, corpus.version, vectors)
+
+
+def encoded_prefix(project: Project, name: str, encoder_key: str) -> np.ndarray:
+    """The rows encoded so far (finished or not), memory-mapped read-only: ``(rows done, dimension)``."""
+    corpus = get_corpus(project, name)
+    folder = corpus_folder(project, corpus, encoder_key)
+    done = int(_read_record(folder).get("rows_done", 0))
+    if not done or not (folder / VECTORS).exists():
+        return np.zeros((0, 0), dtype=np.float32)
+    return np.load(folder / VECTORS, mmap_mode="r")[:done]
