@@ -28,7 +28,8 @@ _NEGATION = {"n't": "not", "n’t": "not"}
 
 
 def _kept(key: str) -> bool:
-    return any(ch.isalpha() for ch in key) and key not in FUNCTION_WORDS
+    """A content word: has a letter, is no function word and no clitic (``'s``, ``'re``, ``'ll``)."""
+    return any(ch.isalpha() for ch in key) and key not in FUNCTION_WORDS and not key.startswith("'")
 
 
 def content_words(text: str, *, use_tagger: bool = True) -> list[str]:

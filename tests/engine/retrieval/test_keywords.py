@@ -31,3 +31,4 @@ def test_tagger_drops_determiners_conjunctions_prepositions():
     for kept in ("scene", "felt", "fresh", "director", "trusted", "actors", "surprised", "end"):
         assert kept in words
     assert "not" in content_words("It wasn't funny.")  # negations are content here
+    assert content_words("it 's trying and they 're done") == ["trying"]  # clitics of tokenised text (SST-2)
