@@ -85,3 +85,19 @@ def test_unlabelled_member_is_a_named_error(labelled_project, tmp_path):
     with pytest.raises(NotLabelledError) as err:
         corpus_labels(labelled_project, "imdb", "judge")
     assert err.value.code == "CB956" and "--label-with judge" in err.value.hint
+
+
+def test_labelling_resumes_after_cancel(labelled_project, tmp_path):
+    from engine.errors import Cancelled
+    from engine.progress import CancelToken
+    from engine.retrieval.corpus import import_corpus
+
+    src = tmp_path / "six.txt"
+    src.write_text("Loved it. Hated it. A fine cast.\nA dull script. Great fun. Never again.\n", encoding="utf-8")
+    assert import_corpus(labelled_project, "imdb", src).sentences_added == 6
+    token = CancelToken()
+    with pytest.raises(Cancelled):
+        label_corpus(labelled_project, "imdb", "judge", chunk=2, progress=lambda f, m="": token.cancel(), cancel=token)
+    rest = label_corpus(labelled_project, "imdb", "judge", chunk=2)
+    assert rest.labelled_now == 4                     # the first chunk of two was kept
+    assert len(corpus_labels(labelled_project, "imdb", "judge").index) == rest.total
