@@ -40,6 +40,7 @@ def test_user_errors_exit_3_with_codes(labelled_project, capsys):
         (["corpus", path, "imdb"], "CB954"),                                          # nothing to do
         (["index", path, "nope"], "CB952"),                                           # no such corpus
         (["index", path, "imdb", "--kind", "annoy"], "CB959"),                        # no such index kind
+        (["index", path, "imdb", "--encoder", "word2vec"], "CB958"),                  # no such encoder
         (["index", path, "imdb", "--kind", "flat", "--nprobe", "4"], "CB960"),        # setting of another kind
         (["retrieve", path, "imdb", "--model", "judge", "--text", "x"], "CB950"),     # --text without --label
         (["retrieve", path, "imdb", "--model", "judge", "--kind", "hnsw", "--text", "x", "--label", "Positive"],
