@@ -20,7 +20,7 @@ from engine.counterbias.leak import LeakGuard
 from engine.counterbias.manipulate import lemma, word_keys
 from engine.text import normalize, segment
 from engine.text.distance import word_edit_distance
-from engine.text.words import LEXICAL_KINDS
+from engine.text.words import FUNCTION_WORDS, LEXICAL_KINDS
 
 __all__ = [
     "FUNCTION_WORDS",
@@ -123,11 +123,6 @@ def clean_sentence(answer: str, sentence: str = "") -> str:
     return text
 
 
-#: Function words never named as label words to replace (a vote may pick them; naming them misleads the LLM).
-FUNCTION_WORDS = frozenset(
-    "a an the and or but if when while as of to in on at by for with from this that these those it its is are was "
-    "were be been being do does did done have has had i you he she we they me him her us them my your his our their "
-    "so than then there here what which who whom".split())
 
 
 def _norm(text: str) -> str:

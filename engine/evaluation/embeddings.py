@@ -18,6 +18,8 @@ __all__ = ["embed_texts"]
 
 _MODEL: dict[str, Any] = {}
 _LOCK = threading.Lock()
+#: Held while the model encodes (its ``max_seq_length`` may be changed for one call).
+_ENCODE_LOCK = threading.Lock()
 
 
 def _model() -> Any:
@@ -35,10 +37,15 @@ def embed_texts(
     texts: Sequence[str],
     *,
     batch_size: int = 64,
+    max_length: int | None = None,
     progress: ProgressFn = no_progress,
     cancel: CancelToken | None = None,
 ) -> np.ndarray:
     """MiniLM-L6 sentence embeddings, ``(len(texts), 384)`` float32 (not normalised).
+
+    Mean pooling over the tokens, as sentence-transformers computes it for this model.
+    ``max_length`` truncates each text to that many tokens (default: the model's 256); short
+    sentences (a retrieval corpus) encode several times faster at 64.
 
     Raises
     ------
@@ -52,6 +59,13 @@ def embed_texts(
     for start in range(0, len(texts), batch_size):
         cancel.raise_if_cancelled()
         chunk = [t or "" for t in texts[start : start + batch_size]]
-        out[start : start + len(chunk)] = model.encode(chunk, batch_size=batch_size, convert_to_numpy=True)
+        with _ENCODE_LOCK:
+            default = model.max_seq_length
+            if max_length:
+                model.max_seq_length = int(max_length)
+            try:
+                out[start : start + len(chunk)] = model.encode(chunk, batch_size=batch_size, convert_to_numpy=True)
+            finally:
+                model.max_seq_length = default
         progress(min(1.0, (start + len(chunk)) / max(len(texts), 1)), f"embedded {start + len(chunk):,} texts")
     return out

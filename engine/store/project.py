@@ -519,7 +519,7 @@ class Project:
             )
             doomed = "(SELECT id FROM temp.doomed)"
             conn.execute(f"DELETE FROM decisions WHERE candidate_id IN (SELECT id FROM candidates WHERE example_id IN {doomed})")
-            for table in ("candidates", "triples", "attributions", "word_votes"):
+            for table in ("candidates", "triples", "attributions", "word_votes", "retrievals"):
                 conn.execute(f"DELETE FROM {table} WHERE example_id IN {doomed}")
             conn.execute(f"UPDATE examples SET parent_id = NULL WHERE parent_id IN {doomed}")
             conn.execute(f"DELETE FROM examples WHERE id IN {doomed}")

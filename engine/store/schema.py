@@ -240,6 +240,72 @@ MIGRATIONS: list[str] = [
         UNIQUE (condition_key, classifier_key, seed, test_key)
     );
     """,
+    # 6 (issue 13, CORE retrieval): an unlabeled corpus of deduplicated sentences (engine.retrieval.corpus),
+    # the files it was read from (how far each got, so an import resumes), each sentence's label under a
+    # trained member (probabilities kept), and the counterfactual excerpts retrieved for an example.
+    """
+    CREATE TABLE corpora (
+        id INTEGER PRIMARY KEY,
+        name TEXT NOT NULL UNIQUE,
+        sentence_count INTEGER NOT NULL DEFAULT 0,  -- also the next position
+        version INTEGER NOT NULL DEFAULT 0,         -- bumped by every import batch that adds sentences
+        params TEXT NOT NULL DEFAULT '{}',          -- JSON: splitter, normalisation
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+    );
+
+    CREATE TABLE corpus_sources (
+        id INTEGER PRIMARY KEY,
+        corpus_id INTEGER NOT NULL REFERENCES corpora(id) ON DELETE CASCADE,
+        source_key TEXT NOT NULL,                   -- hash of path, size, mtime and column
+        path TEXT NOT NULL,
+        text_column TEXT,
+        docs_done INTEGER NOT NULL DEFAULT 0,       -- records read and stored so far
+        sentences_added INTEGER NOT NULL DEFAULT 0,
+        duplicates INTEGER NOT NULL DEFAULT 0,
+        finished INTEGER NOT NULL DEFAULT 0,
+        started_at TEXT NOT NULL,
+        finished_at TEXT,
+        UNIQUE (corpus_id, source_key)
+    );
+
+    -- position: 0-based, dense, in insertion order: the row of the sentence in the embedding matrix.
+    CREATE TABLE corpus_sentences (
+        corpus_id INTEGER NOT NULL REFERENCES corpora(id) ON DELETE CASCADE,
+        position INTEGER NOT NULL,
+        hash TEXT NOT NULL,                         -- of the normalised text (dedup key)
+        text TEXT NOT NULL,
+        source_id INTEGER REFERENCES corpus_sources(id),
+        doc INTEGER,                                -- record number in the source (1-based)
+        PRIMARY KEY (corpus_id, position)
+    ) WITHOUT ROWID;
+    CREATE UNIQUE INDEX corpus_sentences_hash ON corpus_sentences(corpus_id, hash);
+
+    CREATE TABLE corpus_labels (
+        corpus_id INTEGER NOT NULL REFERENCES corpora(id) ON DELETE CASCADE,
+        model_id INTEGER NOT NULL REFERENCES models(id),
+        position INTEGER NOT NULL,
+        label INTEGER NOT NULL,                     -- index into the member's labels
+        probs BLOB NOT NULL,                        -- float32 probabilities, one per label
+        PRIMARY KEY (corpus_id, model_id, position)
+    ) WITHOUT ROWID;
+
+    CREATE TABLE retrievals (
+        id INTEGER PRIMARY KEY,
+        run_id INTEGER REFERENCES runs(id),
+        corpus_id INTEGER NOT NULL REFERENCES corpora(id) ON DELETE CASCADE,
+        settings_key TEXT NOT NULL,                 -- hash of index, encoder, labeller, k
+        example_id INTEGER NOT NULL REFERENCES examples(id),
+        sentence_index INTEGER NOT NULL,            -- -1: the whole text
+        query TEXT NOT NULL,
+        query_label TEXT NOT NULL,
+        hits TEXT NOT NULL,                         -- JSON [{position, text, score, label, prob}]
+        keywords TEXT NOT NULL,                     -- JSON list of content words
+        created_at TEXT NOT NULL,
+        UNIQUE (corpus_id, settings_key, example_id, sentence_index)
+    );
+    CREATE INDEX retrievals_example ON retrievals(example_id);
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

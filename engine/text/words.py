@@ -44,12 +44,20 @@ import unicodedata
 from collections.abc import Sequence
 from typing import NamedTuple
 
-__all__ = ["KINDS", "LEXICAL_KINDS", "Word", "lexical_words", "normalize", "segment", "words_of"]
+__all__ = ["FUNCTION_WORDS", "KINDS", "LEXICAL_KINDS", "Word", "lexical_words", "normalize", "segment", "words_of"]
 
 #: Every token kind :func:`segment` produces.
 KINDS = ("word", "number", "emoji", "punct", "markup")
 #: Kinds that can be principal or spurious words.
 LEXICAL_KINDS = frozenset({"word", "number", "emoji"})
+
+#: Function words (articles, conjunctions, prepositions, pronouns, auxiliaries): never named as label words to
+#: replace (a vote may pick them; naming them misleads the LLM) and never keywords of a retrieved excerpt.
+#: Negations (``not``, ``never``, ``no``) are not in it: they carry labels.
+FUNCTION_WORDS = frozenset(
+    "a an the and or but if when while as of to in on at by for with from this that these those it its is are was "
+    "were be been being do does did done have has had i you he she we they me him her us them my your his our their "
+    "so than then there here what which who whom".split())
 
 _MARKS = "\u0300-\u036f\u0483-\u0489\u0591-\u05bd\u0610-\u061a\u064b-\u065f\u0900-\u0903\u093a-\u094f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ef\ufe20-\ufe2f"
 _ALNUM = r"[^\W_]"

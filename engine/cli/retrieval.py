@@ -1,0 +1,212 @@
+"""CLI verbs of CORE retrieval: ``corpus`` (import + label), ``index`` (embed + FAISS) and ``retrieve``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from engine.cli.args import JSON, PROJECT
+from engine.cli.commands import command
+from engine.cli.progress import StderrProgress
+from engine.errors import EXIT_OK
+from engine.progress import CancelToken, scaled
+
+_INDEX_HELP = "auto (flat up to 50,000 sentences, else ivf), flat (exact), ivf or hnsw"
+
+
+def _index_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("index")
+    g.add_argument("--encoder", default="minilm-l6", help="sentence encoder (default minilm-l6)")
+    g.add_argument("--max-length", type=int, default=64, help="tokens per sentence for the encoder (default 64)")
+    g.add_argument("--kind", default="auto", help=_INDEX_HELP)
+    g.add_argument("--nlist", type=int, help="ivf: clusters (default about 4·√n)")
+    g.add_argument("--nprobe", type=int, help="ivf: clusters searched per query (default nlist/8)")
+    g.add_argument("--train-size", type=int, help="ivf: vectors the clustering is trained on (default 64·nlist)")
+    g.add_argument("--m", type=int, help="hnsw: links per node (default 32)")
+    g.add_argument("--ef-construction", type=int, help="hnsw: build candidate list (default 80)")
+    g.add_argument("--ef-search", type=int, help="hnsw: search candidate list (default 64)")
+
+
+def _kind_params(args: argparse.Namespace) -> dict[str, Any]:
+    from engine.retrieval.index import resolve_kind
+
+    names = {"ivf": ("nlist", "nprobe", "train_size"), "hnsw": ("m", "ef_construction", "ef_search")}
+    kind = args.kind if args.kind != "auto" else None
+    params = {}
+    for kind_name, options in names.items():
+        for option in options:
+            value = getattr(args, option)
+            if value is None:
+                continue
+            if kind is not None and resolve_kind(kind, 0) != kind_name:
+                from engine.retrieval.errors import IndexSettingsError
+
+                raise IndexSettingsError(f"--{option.replace('_', '-')} is a setting of the {kind_name} index, "
+                                         f"not of {kind}.", f"Add --kind {kind_name}, or drop the option.")
+            params[option] = value
+    return params
+
+
+@command("corpus")
+def _add_corpus(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "corpus", parents=[PROJECT, JSON],
+        help="import unlabeled text as deduplicated sentences (CORE's corpus) and label them with a member",
+        description="Split each document of FILE into sentences, drop sentences already in the corpus and store the "
+        "rest. An interrupted import resumes where it stopped; importing the same file again adds nothing. "
+        "--label-with labels every unlabelled sentence with a trained member (probabilities kept).")
+    p.add_argument("name", help="corpus name (created if new)")
+    p.add_argument("files", nargs="*", type=Path, help="CSV/TSV/JSONL (optionally .gz) or .txt (one document a line)")
+    p.add_argument("--text-col", help="column holding the text (default: text, sentence, review, ... or the only one)")
+    p.add_argument("--quoting", choices=["csv", "none"], default="csv", help="'none' when quotes are text (SST-2)")
+    p.add_argument("--limit-docs", type=int, help="read at most N documents of each file")
+    p.add_argument("--label-with", metavar="MODEL", help="a trained member: label every unlabelled sentence")
+    p.set_defaults(run=_run_corpus)
+
+
+def _run_corpus(args: argparse.Namespace, progress: StderrProgress, cancel: CancelToken) -> int:
+    from engine.io.readers import ReadOptions
+    from engine.retrieval.corpus import get_corpus, import_corpus, label_corpus
+    from engine.retrieval.errors import CorpusSourceError
+    from engine.store import Project
+
+    if not args.files and not args.label_with:
+        raise CorpusSourceError("Nothing to do: no file to import and no --label-with.",
+                                "Name one or more files, or --label-with MODEL.")
+    out: dict[str, Any] = {"corpus": args.name, "imports": []}
+    with Project.open(args.project) as project:
+        steps = len(args.files) + (1 if args.label_with else 0)
+        for i, path in enumerate(args.files):
+            result = import_corpus(project, args.name, path, text_column=args.text_col,
+                                   read_options=ReadOptions(quoting=args.quoting), limit_docs=args.limit_docs,
+                                   progress=scaled(progress, i / steps, (i + 1) / steps), cancel=cancel)
+            out["imports"].append({"file": str(path), "documents": result.docs_read, "resumed_from":
+                                   result.resumed_from, "sentences_added": result.sentences_added,
+                                   "duplicates": result.duplicates, "finished": result.finished})
+        if args.label_with:
+            labelled = label_corpus(project, args.name, args.label_with,
+                                    progress=scaled(progress, (steps - 1) / steps, 1.0), cancel=cancel)
+            out["labels"] = {"model": labelled.model_name, "labelled_now": labelled.labelled_now,
+                             "total": labelled.total, "counts": labelled.label_counts}
+        corpus = get_corpus(project, args.name)
+        out["sentences"], out["version"] = corpus.sentence_count, corpus.version
+    if args.json:
+        print(json.dumps(out, indent=2))
+    else:
+        for row in out["imports"]:
+            print(f"{row['file']}: {row['documents']:,} documents read, {row['sentences_added']:,} sentences added, "
+                  f"{row['duplicates']:,} duplicates" + (" (file done)" if row["finished"] else ""))
+        if "labels" in out:
+            counts = ", ".join(f"{k} {v:,}" for k, v in out["labels"]["counts"].items())
+            print(f"labelled {out['labels']['labelled_now']:,} now by {out['labels']['model']} ({counts})")
+        print(f"corpus {args.name}: {out['sentences']:,} sentences (version {out['version']})")
+    return EXIT_OK
+
+
+@command("index")
+def _add_index(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "index", parents=[PROJECT, JSON],
+        help="embed a corpus's sentences and build its FAISS index (resumable; reopened when current)",
+        description="Embed the sentences not yet embedded (memory-mapped .npy in the project's files folder), then "
+        "build the index and store it beside them; an index that matches the corpus version, the encoder and the "
+        "build settings is reopened instead.")
+    p.add_argument("name", help="corpus name")
+    _index_options(p)
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(run=_run_index)
+
+
+def _run_index(args: argparse.Namespace, progress: StderrProgress, cancel: CancelToken) -> int:
+    from engine.retrieval.encoders import make_encoder
+    from engine.retrieval.index import build_index
+    from engine.store import Project
+
+    params = _kind_params(args)
+    encoder = make_encoder(args.encoder, max_length=args.max_length)
+    with Project.open(args.project) as project:
+        built = build_index(project, args.name, encoder, kind=args.kind, params=params, seed=args.seed,
+                            progress=progress, cancel=cancel)
+    out = {"corpus": args.name, "kind": built.kind.name, "rows": built.rows, "encoder": encoder.key,
+           "build": built.key["build"], "search": built.search, "built": built.built,
+           "seconds": round(built.seconds, 3), "path": str(built.path)}
+    if args.json:
+        print(json.dumps(out, indent=2))
+    else:
+        verb = "built" if built.built else "reopened (already current)"
+        print(f"{out['kind']} index of {out['rows']:,} sentences {verb} in {out['seconds']:.1f} s: {out['path']}")
+    return EXIT_OK
+
+
+@command("retrieve")
+def _add_retrieve(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "retrieve", parents=[PROJECT, JSON],
+        help="counterfactual excerpts: the nearest corpus sentences whose label differs from the query's",
+        description="For each query (the examples of --dataset, whole or per sentence, or --text with --label) "
+        "print the k nearest corpus sentences that the labelling member (--model) labels differently, and their "
+        "keywords. Dataset results are stored in the project; a rerun skips them.")
+    p.add_argument("name", help="corpus name")
+    p.add_argument("--model", required=True, help="the member that labelled the corpus")
+    p.add_argument("--dataset", help="query with this dataset's examples (gold label = query label)")
+    p.add_argument("--split", action="append", help="only this split (repeatable)")
+    p.add_argument("--limit", type=int, help="only the first N examples")
+    p.add_argument("--field", default="text", help="text field of the dataset (hypothesis for NLI)")
+    p.add_argument("--per-sentence", action="store_true", help="one query per sentence of each text")
+    p.add_argument("--text", action="append", help="a query text (repeatable; needs --label)")
+    p.add_argument("--label", help="the label of the --text queries")
+    p.add_argument("--target", help="--text queries: only excerpts with this label")
+    p.add_argument("-k", type=int, default=5, help="excerpts per query (default 5)")
+    _index_options(p)
+    p.set_defaults(run=_run_retrieve)
+
+
+def _run_retrieve(args: argparse.Namespace, progress: StderrProgress, cancel: CancelToken) -> int:
+    from engine.cli.args import selected_example_ids
+    from engine.retrieval.errors import RetrievalError
+    from engine.retrieval.keywords import extract_keywords
+    from engine.retrieval.retrieve import open_retriever, retrieve_for_examples
+    from engine.store import Project
+    from engine.store.runs import recorded_run
+
+    if bool(args.dataset) == bool(args.text):
+        raise RetrievalError("Give either --dataset or --text queries.", "Use one of the two.")
+    if args.text and not args.label:
+        raise RetrievalError("--text needs --label (the query's label).", "Add --label LABEL.")
+    if args.k < 1:
+        raise RetrievalError(f"-k {args.k} is not positive.", "Use -k 1 or more.")
+    params = _kind_params(args)
+    with Project.open(args.project) as project:
+        retriever = open_retriever(project, args.name, args.model, encoder=args.encoder,
+                                   encoder_options={"max_length": args.max_length}, kind=args.kind, params=params)
+        if args.text:
+            hits = retriever.search(args.text, [args.label] * len(args.text), k=args.k,
+                                    targets=[args.target] * len(args.text) if args.target else None, cancel=cancel)
+            results = [{"query": q, "query_label": args.label, "hits": [h.to_dict() for h in found],
+                        "keywords": extract_keywords([h.text for h in found], exclude=q)}
+                       for q, found in zip(args.text, hits, strict=True)]
+        else:
+            dataset = project.dataset(args.dataset)
+            ids = selected_example_ids(project, dataset, args)
+            with recorded_run(project, "retrieve", dataset.id, {"corpus": args.name, "model": args.model, "k": args.k,
+                                                                "per_sentence": args.per_sentence,
+                                                                "index": retriever.index.key,
+                                                                "search": retriever.index.search}) as run:
+                done = retrieve_for_examples(project, retriever, ids, k=args.k, per_sentence=args.per_sentence,
+                                             field=args.field, run_id=run.id, progress=progress, cancel=cancel)
+                run.result = {"computed": done.computed, "skipped": done.skipped, "settings_key": done.settings_key}
+            results = done.results
+    if args.json:
+        print(json.dumps(results, indent=2, ensure_ascii=False))
+    else:
+        for r in results:
+            where = f"#{r['example_id']}" + (f".{r['sentence_index']}" if r.get("sentence_index", -1) >= 0 else "") \
+                if "example_id" in r else ""
+            print(f"{where} [{r['query_label']}] {r['query']}".strip())
+            for h in r["hits"]:
+                print(f"    {h['score']:.3f} [{h['label']} {h['probability']:.2f}] {h['text']}")
+            print(f"    keywords: {', '.join(r['keywords'])}")
+    return EXIT_OK
+

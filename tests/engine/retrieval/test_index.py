@@ -1,0 +1,100 @@
+"""The embedding matrix and the FAISS indexes: incremental, persisted, reopened; IVF/HNSW against exact search."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from engine.errors import Cancelled
+from engine.progress import CancelToken
+from engine.retrieval.corpus import get_corpus, import_corpus
+from engine.retrieval.encoders import make_encoder
+from engine.retrieval.errors import IndexKindError, IndexNotBuiltError, IndexSettingsError
+from engine.retrieval.index import build_index, make_kind, open_index
+from engine.retrieval.vectors import build_vectors, open_vectors
+from tests.engine.retrieval.conftest import CORPUS_DOCS, IMDB_TEST, need_data, need_faiss
+
+KEY = "minilm-l6-len64"
+
+
+def recall_at(vectors: np.ndarray, kind: str, params: dict, k: int = 10, n_queries: int = 60) -> float:
+    """Share of the exact top-k that the index's top-k finds, queries = corpus sentences."""
+    exact = make_kind("flat", len(vectors)).build(vectors)
+    index = make_kind(kind, len(vectors), params).build(vectors, seed=1)
+    queries = vectors[np.random.default_rng(0).choice(len(vectors), n_queries, replace=False)]
+    _, truth = exact.search(queries, k)
+    _, found = index.search(queries, k)
+    return float(np.mean([len(set(t) & set(f)) / k for t, f in zip(truth, found, strict=True)]))
+
+
+def test_vectors_are_unit_rows_of_real_sentences(imdb_vectors):
+    assert imdb_vectors.shape[1] == 384 and 250 <= imdb_vectors.shape[0] <= 400
+    assert np.allclose(np.linalg.norm(imdb_vectors, axis=1), 1.0, atol=1e-4)
+    # real sentence embeddings are far from uniform: a sentence's nearest other sentence is close
+    sims = imdb_vectors @ imdb_vectors.T
+    np.fill_diagonal(sims, -1)
+    assert np.median(sims.max(axis=1)) > 0.45
+
+
+def test_ivf_matches_exact_within_recall(imdb_vectors):
+    need_faiss()
+    full = recall_at(imdb_vectors, "ivf", {"nlist": 16, "nprobe": 16})
+    assert full == pytest.approx(1.0)                      # every list probed: exact
+    probed = recall_at(imdb_vectors, "ivf", {"nlist": 16, "nprobe": 6})
+    assert probed >= 0.85
+    assert recall_at(imdb_vectors, "ivf", {"nlist": 16, "nprobe": 1}) < probed  # fewer lists, lower recall
+    assert recall_at(imdb_vectors, "hnsw", {"m": 16, "ef_search": 64}) >= 0.95
+
+
+def test_index_persisted_and_reopened_without_rebuilding(labelled_project):
+    need_faiss()
+    encoder = make_encoder("minilm-l6")
+    flat = open_index(labelled_project, "imdb", KEY, kind="flat")
+    assert not flat.built and flat.rows == get_corpus(labelled_project, "imdb").sentence_count
+    again = build_index(labelled_project, "imdb", encoder, kind="flat")
+    assert not again.built                                   # current: read from disk
+    ivf = build_index(labelled_project, "imdb", encoder, kind="ivf", params={"nlist": 8, "nprobe": 3})
+    assert ivf.built and ivf.search == {"nprobe": 3}
+    reopened = open_index(labelled_project, "imdb", KEY, kind="ivf")
+    assert not reopened.built and reopened.key == ivf.key and reopened.search == {"nprobe": 3}
+    q = open_vectors(labelled_project, "imdb", KEY).vectors[:5]
+    assert np.array_equal(reopened.query(q, 5)[1], ivf.query(q, 5)[1])
+    with pytest.raises(IndexNotBuiltError):
+        open_index(labelled_project, "imdb", KEY, kind="hnsw")
+
+
+def test_growing_corpus_encodes_only_new_sentences_and_rebuilds(project, tmp_path):
+    need_data()
+    need_faiss()
+    encoder = make_encoder("minilm-l6")
+    import_corpus(project, "g", IMDB_TEST, limit_docs=3)
+    first = build_index(project, "g", encoder, kind="flat")
+    rows = first.rows
+    added = import_corpus(project, "g", IMDB_TEST, limit_docs=5).sentences_added
+    assert added > 0
+    with pytest.raises(IndexNotBuiltError):                 # the stored index is older than the corpus
+        open_index(project, "g", encoder.key, kind="flat")
+    token = CancelToken()
+    with pytest.raises(Cancelled):
+        build_vectors(project, "g", encoder, chunk=4, progress=lambda f, m="": token.cancel(), cancel=token)
+    grown = build_vectors(project, "g", encoder, chunk=4)
+    assert 0 < grown.encoded_now < added                    # the cancelled build kept its first chunk
+    assert grown.rows == rows + added
+    fresh = encoder.encode([r[0] for r in project.db.execute(
+        "SELECT text FROM corpus_sentences ORDER BY position").fetchall()])
+    assert np.allclose(grown.vectors, fresh, atol=1e-5)     # rows kept across growing and resuming
+    rebuilt = build_index(project, "g", encoder, kind="flat")
+    assert rebuilt.built and rebuilt.rows == rows + added
+
+
+def test_named_errors_for_bad_settings(labelled_project):
+    need_faiss()
+    encoder = make_encoder("minilm-l6")
+    with pytest.raises(IndexKindError) as err:
+        build_index(labelled_project, "imdb", encoder, kind="annoy")
+    assert err.value.code == "CB959" and "flat" in err.value.hint
+    with pytest.raises(IndexSettingsError):
+        build_index(labelled_project, "imdb", encoder, kind="ivf", params={"nlist": 10_000})
+    with pytest.raises(IndexSettingsError):
+        build_index(labelled_project, "imdb", encoder, kind="flat", params={"nprobe": 4})
+    assert CORPUS_DOCS > 0
