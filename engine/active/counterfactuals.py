@@ -116,7 +116,8 @@ class LLMCounterfactuals:
     settings
         :class:`~engine.counterbias.guided.GuidedSettings` (default: method ``llm``, every other label).
     backend
-        An existing chat backend (kept open between calls; default: one per call).
+        An existing chat backend (default: one made on first use, kept open between calls and
+        closed by :meth:`close`).
     verified_only
         Use only candidates whose verification passed.
     progress, cancel
@@ -132,6 +133,7 @@ class LLMCounterfactuals:
         self.project, self.dataset_id, self.llm_config = project, int(dataset_id), llm_config
         self.settings = settings or GuidedSettings(method="llm")
         self.backend = backend
+        self._own_backend = False
         self.progress, self.cancel = progress, cancel
         self.sent = 0
         self.stored = StoredCounterfactuals(project, verified_only=verified_only, methods=(self.settings.method,),
@@ -151,7 +153,17 @@ class LLMCounterfactuals:
             [json.dumps(ids), self.settings.method, self.settings.key()])}
         missing = [i for i in ids if i not in made]
         if missing:
+            if self.backend is None:
+                from engine.llm.registry import create_backend
+
+                self.backend, self._own_backend = create_backend(self.llm_config), True
             result = generate_guided(self.project, self.dataset_id, missing, self.llm_config, settings=self.settings,
                                      backend=self.backend, progress=self.progress, cancel=self.cancel)
             self.sent += result.sent
         return self.stored(ids)
+
+    def close(self) -> None:
+        """Close the backend this source made (not one passed in)."""
+        if self._own_backend and self.backend is not None:
+            self.backend.close()
+            self.backend, self._own_backend = None, False
