@@ -5,7 +5,7 @@ Run ``python -m engine --help`` (or the ``counterbias`` console script).
 One module per area registers its verbs in :data:`engine.cli.commands.COMMANDS`:
 :mod:`~engine.cli.core` (``init``, ``import``, ``info``, ``export``, ``demo``),
 :mod:`~engine.cli.stats` (``stats``, ``zfilter``), :mod:`~engine.cli.models` (``train``,
-``attribute``, ``vote``, ``models``), :mod:`~engine.cli.llm` (``serve-llm``, ``triples``) and
+``attribute``, ``vote``, ``models``), :mod:`~engine.cli.llm` (``serve-llm``, ``triples``),
 :mod:`~engine.cli.generate` (``generate``, ``candidates``, ``decide``, ``augment``),
 :mod:`~engine.cli.evaluation` (``evaluate``, ``diversity``, ``report``) and
 :mod:`~engine.cli.active` (``al-data``, ``al-simulate``). Arguments
