@@ -5,10 +5,11 @@ Run ``python -m engine --help`` (or the ``counterbias`` console script).
 One module per area registers its verbs in :data:`engine.cli.commands.COMMANDS`:
 :mod:`~engine.cli.core` (``init``, ``import``, ``info``, ``export``, ``demo``),
 :mod:`~engine.cli.stats` (``stats``, ``zfilter``), :mod:`~engine.cli.models` (``train``,
-``attribute``, ``vote``, ``models``), :mod:`~engine.cli.llm` (``serve-llm``, ``triples``) and
-:mod:`~engine.cli.generate` (``generate``, ``candidates``, ``decide``, ``augment``) and
-:mod:`~engine.cli.evaluation` (``evaluate``, ``diversity``, ``report``) and
-:mod:`~engine.cli.retrieval` (``corpus``, ``index``, ``retrieve``). Arguments
+``attribute``, ``vote``, ``models``), :mod:`~engine.cli.llm` (``serve-llm``, ``triples``),
+:mod:`~engine.cli.generate` (``generate``, ``verify``, ``candidates``, ``decide``, ``augment``),
+:mod:`~engine.cli.evaluation` (``evaluate``, ``diversity``, ``report``),
+:mod:`~engine.cli.retrieval` (``corpus``, ``index``, ``retrieve``) and
+:mod:`~engine.cli.active` (``al-data``, ``al-simulate``). Arguments
 shared by several verbs are parent parsers in :mod:`engine.cli.args`.
 
 Exit codes

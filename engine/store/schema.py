@@ -306,6 +306,31 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX retrievals_example ON retrievals(example_id);
     """,
+    # 7 (issue 14, active-learning simulation): one row per finished (setup, strategy, seed, shots) cell
+    # of engine.active.simulation, so a rerun skips it.
+    """
+    CREATE TABLE al_results (
+        id INTEGER PRIMARY KEY,
+        run_id INTEGER REFERENCES runs(id),
+        dataset_id INTEGER NOT NULL REFERENCES datasets(id),
+        setup_key TEXT NOT NULL,          -- hash of the dataset's rows, the pool/test split and the learner
+        strategy TEXT NOT NULL,           -- registry name, e.g. 'random', 'cluster', 'counterfactual'
+        strategy_key TEXT NOT NULL,       -- hash of the name and parameters (counterfactual source included)
+        learner TEXT NOT NULL,            -- e.g. 'embed-lr'
+        seed INTEGER NOT NULL,
+        shots INTEGER NOT NULL,           -- annotated examples
+        train_rows INTEGER NOT NULL,      -- shots + counterfactual rows added
+        added INTEGER NOT NULL DEFAULT 0, -- counterfactual rows added
+        macro_f1 REAL NOT NULL,
+        accuracy REAL NOT NULL,
+        n_test INTEGER NOT NULL,
+        selected TEXT NOT NULL DEFAULT '[]', -- JSON: example ids annotated, in order
+        params TEXT NOT NULL DEFAULT '{}',   -- JSON: strategy and learner parameters
+        created_at TEXT NOT NULL,
+        UNIQUE (setup_key, strategy_key, seed, shots)
+    );
+    CREATE INDEX al_results_setup ON al_results(setup_key, strategy_key);
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
