@@ -529,6 +529,7 @@ class Project:
             conn.execute("DELETE FROM vote_sets WHERE dataset_id = ?", (dataset_id,))
             conn.execute("DELETE FROM test_sets WHERE dataset_id = ?", (dataset_id,))  # results stay
             conn.execute("DELETE FROM al_results WHERE dataset_id = ?", (dataset_id,))
+            conn.execute("DELETE FROM patterns WHERE dataset_id = ?", (dataset_id,))
             conn.execute("UPDATE runs SET dataset_id = NULL WHERE dataset_id = ?", (dataset_id,))
             conn.execute("DELETE FROM datasets WHERE id = ?", (dataset_id,))
 

@@ -331,6 +331,25 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX al_results_setup ON al_results(setup_key, strategy_key);
     """,
+    # 8 (issue 14, symbolic patterns): a dataset's patterns per label, synthesized or written by the
+    # analyst (engine.patterns.store), with how well they picked out the label when stored.
+    """
+    CREATE TABLE patterns (
+        id INTEGER PRIMARY KEY,
+        dataset_id INTEGER NOT NULL REFERENCES datasets(id),
+        label TEXT NOT NULL,
+        pattern TEXT NOT NULL,            -- in the pattern language (engine.patterns.syntax)
+        source TEXT NOT NULL,             -- 'synthesized' or 'analyst'
+        precision REAL,
+        recall REAL,
+        f1 REAL,
+        matched INTEGER,
+        matched_label INTEGER,
+        params TEXT NOT NULL DEFAULT '{}', -- JSON: split, soft matcher, search settings
+        created_at TEXT NOT NULL,
+        UNIQUE (dataset_id, label, pattern)
+    );
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
