@@ -49,7 +49,7 @@ COMMANDS: Registry[AddCommand] = Registry(
         **_verbs("engine.cli.evaluation", "evaluate", "diversity", "report"),
         **_verbs("engine.cli.retrieval", "corpus", "index", "retrieve"),
         **_verbs("engine.cli.active", "al-data", "al-simulate"),
-        **_verbs("engine.cli.patterns", "patterns"),
+        **_verbs("engine.cli.patterns", "patterns", "vt-generate"),
     },
 )
 

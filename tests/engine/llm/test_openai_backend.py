@@ -84,8 +84,9 @@ def flaky_plan(body: dict, attempt: int) -> str:
 
 
 def test_every_transient_fault_is_retried_until_the_batch_completes(stub):
-    server = stub(flaky_plan, slow_s=1.0, retry_after="0.05")
-    backend = create_backend(openai_config(server.base_url, timeout_s=0.4, max_retries=3, concurrency=8))
+    server = stub(flaky_plan, slow_s=3.0, retry_after="0.05")
+    # timeouts leave room for a loaded 2-core CI machine: only the "slow" fault may exceed them
+    backend = create_backend(openai_config(server.base_url, timeout_s=1.0, max_retries=3, concurrency=8))
     out = backend.chat_many(items(16))
     assert all(isinstance(r, ChatResult) for r in out)
     assert [r.text for r in out] == [f"item {i} | was | answered" for i in range(16)]
@@ -95,8 +96,8 @@ def test_every_transient_fault_is_retried_until_the_batch_completes(stub):
 
 def test_permanent_faults_become_named_retriable_failures(stub):
     fault_of = {0: "ok", 1: "500", 2: "429", 3: "slow", 4: "garbage", 5: "truncated", 6: "404", 7: "bad_json"}
-    server = stub(lambda body, attempt: fault_of[item_number(body)], slow_s=1.0, retry_after="0")
-    backend = create_backend(openai_config(server.base_url, timeout_s=0.3, max_retries=2))
+    server = stub(lambda body, attempt: fault_of[item_number(body)], slow_s=3.0, retry_after="0")
+    backend = create_backend(openai_config(server.base_url, timeout_s=1.0, max_retries=2))
     out = backend.chat_many(items(8))
     assert isinstance(out[0], ChatResult)
     failures = {i: r for i, r in enumerate(out) if isinstance(r, Failure)}

@@ -1,0 +1,120 @@
+"""Pattern-keeping counterfactuals (variation theory) against a real loopback OpenAI-compatible server."""
+
+from __future__ import annotations
+
+import csv
+import re
+
+import pytest
+
+from engine.counterbias import candidate_rows
+from engine.counterbias.settings import GenerationConfigError
+from engine.counterbias.variation import VariationSettings, generate_variations
+from engine.io import ImportOptions, import_file
+from engine.llm.config import LLMConfig
+from engine.patterns.store import store_patterns
+from engine.patterns.scores import ScoredPattern
+from engine.store import Project
+
+REVIEWS = [
+    ("Our waiter was rude and the night dragged on.", "service"),   # phrases, an edit that keeps the pattern
+    ("The waiter was slow, so we left early.", "service"),          # first edit loses the pattern: repaired
+    ("My waiter was grumpy all evening.", "service"),               # CANNOT
+    ("The waiter was late with every plate.", "service"),           # phrases that do not match the pattern
+    ("The soup tasted of nothing at all.", "food"),                  # no pattern of its label matches
+]
+
+
+@pytest.fixture
+def project(tmp_path):
+    src = tmp_path / "r.csv"
+    with src.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["text", "label"])
+        w.writerows(REVIEWS)
+    with Project.create(tmp_path / "vt.cbproj") as p:
+        ds = import_file(p, src, options=ImportOptions(name="r")).dataset
+        store_patterns(p, ds.id, [ScoredPattern("[waiter]+AUX+ADJ", "service", 1.0, 1.0, 1.0, 4, 4),
+                                  ScoredPattern("[soup]+AUX+ADJ", "food", 1.0, 1.0, 1.0, 1, 1)])
+    p = Project.open(tmp_path / "vt.cbproj")
+    yield p
+    p.close()
+
+
+def reply(body):
+    user = [m["content"] for m in body["messages"] if m["role"] == "user"]
+    last = user[-1]
+    if "Pattern: " in last:
+        matched = re.search(r"Matched part: (.*)", last).group(1)
+        if "grumpy" in matched:
+            return "CANNOT"
+        if "late" in matched:
+            return "the bill | a long wait"
+        return "1. waiter was pricey\n2. waiter is expensive\n3. waiter was cheap\n4. waiters overcharged"
+    text = re.search(r"\nText: (.*)", [u for u in user if "\nText: " in u][-1]).group(1)
+    if last.startswith("That answer cannot be used"):
+        return text.replace("The waiter was slow", "The waiter was expensive")
+    if "slow" in text:
+        return "We paid far too much, so we left early."  # drops the pattern
+    return text.replace("was rude", "was pricey")
+
+
+def test_pattern_keeping_counterfactuals_stored_judged_resumable(project, stub):
+    server = stub(reply=reply)
+    config = LLMConfig(backend="openai", model="stub", base_url=server.base_url, max_retries=0)
+    ds = project.dataset("r")
+    result = generate_variations(project, ds.id, None, config, settings=VariationSettings(targets="other"))
+    assert result.no_pattern == 1 and result.cannot >= 1
+    rows = candidate_rows(project, dataset_id=ds.id)
+    by_text = {project.examples([r["example_id"]])[0]["text"]: r for r in rows}
+    rude = by_text[REVIEWS[0][0]]
+    assert rude["status"] == "proposed" and rude["text"] == "Our waiter was pricey and the night dragged on."
+    assert rude["meta"]["pattern"] == "[waiter]+AUX+ADJ" and rude["meta"]["matched"] == "waiter was rude"
+    assert rude["meta"]["phrases"] == ["waiter was pricey", "waiter is expensive", "waiter was cheap"]
+    assert rude["scores"]["verdicts"]["pattern"]["status"] == "pass"
+    slow = by_text[REVIEWS[1][0]]
+    assert slow["text"] == "The waiter was expensive, so we left early."
+    assert "no longer matches" in slow["meta"]["repaired_from"]
+    grumpy = by_text[REVIEWS[2][0]]
+    assert grumpy["status"] == "failed" and grumpy["meta"]["error"]["step"] == "cannot"
+    assert not grumpy["meta"]["error"]["retriable"]
+    late = by_text[REVIEWS[3][0]]
+    assert late["status"] == "failed" and "None of the phrases" in late["meta"]["error"]["message"]
+    assert REVIEWS[4][0] not in by_text
+
+    sent = server.count
+    again = generate_variations(project, ds.id, None, config, settings=VariationSettings(targets="other"))
+    assert again.skipped == len(result.created) and server.count == sent  # failures retried from the cache
+
+
+def test_explicit_patterns_and_bad_settings(project, stub):
+    server = stub(reply=reply)
+    config = LLMConfig(backend="openai", model="stub", base_url=server.base_url, max_retries=0)
+    ds = project.dataset("r")
+    first = [int(r["id"]) for r in project.iter_examples(ds.id)][0]
+    result = generate_variations(project, ds.id, [first], config, patterns={first: "[waiter]+*+ADJ"},
+                                 settings=VariationSettings(seed=3))
+    made = [r for r in candidate_rows(project, dataset_id=ds.id) if r["id"] in result.created]
+    assert made and made[0]["meta"]["pattern"] == "[waiter]+*+ADJ"
+    with pytest.raises(GenerationConfigError):
+        VariationSettings(phrases=0)
+
+
+def test_cli_vt_generate(project, stub, capsys):
+    import json
+
+    from engine.cli import main
+
+    server = stub(reply=reply)
+    path = str(project.path)
+    project.close()
+    argv = ["-q", "vt-generate", path, "r", "--backend", "openai", "--model", "stub", "--base-url", server.base_url]
+    assert main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["created"] == 2 and out["no_pattern"] == 1 and out["pattern_keeping_rate"] == 1.0
+    assert {f["step"] for f in out["failures"]} == {"cannot", "edit"}
+    assert main([*argv, "--pattern", "[waiter+ADJ"]) == 3
+    assert main(["-q", "vt-generate", path, "r", "--backend", "openai", "--model", "stub", "--base-url",
+                 "http://127.0.0.1:9/v1", "--pattern", "[waiter]+AUX+ADJ", "--seed", "99"]) == 3
+    err = capsys.readouterr().err
+    assert "CB971" in err and "Traceback" not in err
