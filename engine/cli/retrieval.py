@@ -1,4 +1,4 @@
-"""CLI verbs of CORE retrieval: ``corpus`` (import + label), ``index`` (embed + FAISS) and ``retrieve``."""
+"""CLI verbs of CORE: ``corpus`` (import + label), ``index`` (embed + FAISS), ``retrieve`` and ``core`` (retrieve-then-edit)."""
 
 from __future__ import annotations
 
@@ -210,3 +210,73 @@ def _run_retrieve(args: argparse.Namespace, progress: StderrProgress, cancel: Ca
             print(f"    keywords: {', '.join(r['keywords'])}")
     return EXIT_OK
 
+
+
+@command("core")
+def _add_core(sub: argparse._SubParsersAction) -> None:
+    from engine.cli.args import DATASET, LLM, SELECTION
+
+    p = sub.add_parser(
+        "core", parents=[DATASET, SELECTION, LLM],
+        help="CORE retrieve-then-edit: excerpts of the target label guide a minimal LLM edit",
+        description="For each selected example: retrieve the nearest corpus excerpts that the labelling member "
+        "(--member) gives the target label (stored; a rerun skips them), then ask the LLM for a minimal edit toward "
+        "the target, offering the excerpts' content words. With --llm-only the same prompt without retrieval (the "
+        "baseline CORE is compared with). Candidates (method core / llm) are verified, reviewed and exported like "
+        "every other; a rerun skips what was made and retries failures.")
+    p.add_argument("--corpus", help="corpus name (see 'corpus' and 'index')")
+    p.add_argument("--member", help="the member that labelled the corpus")
+    p.add_argument("--llm-only", action="store_true", help="no retrieval: the LLM-only baseline (method llm)")
+    p.add_argument("-k", type=int, default=5, help="excerpts retrieved per query (default 5)")
+    p.add_argument("--per-text", action="store_true", help="one query per text (default: one per sentence)")
+    p.add_argument("--keywords", type=int, default=8, help="keywords offered per edit (default 8)")
+    p.add_argument("--targets", default="other", help="other (default), each, or comma-separated label names")
+    p.add_argument("--judge", help="comma-separated judge members (default: none)")
+    _index_options(p)
+    p.set_defaults(run=_run_core, temperature=0.7, max_tokens=384)
+
+
+def _run_core(args: argparse.Namespace, progress: StderrProgress, cancel: CancelToken) -> int:
+    from engine.cli.args import csv_list, llm_config_from_args, selected_example_ids
+    from engine.counterbias import candidate_rows, flip_rates
+    from engine.counterbias.core import RetrievalSettings, core_edit
+    from engine.counterbias.guided import GuidedSettings, generate_guided
+    from engine.retrieval.errors import RetrievalError
+    from engine.store import Project
+
+    if not args.llm_only and not (args.corpus and args.member):
+        raise RetrievalError("CORE needs --corpus and --member (the member that labelled the corpus).",
+                             "Add them, or use --llm-only for the baseline without retrieval.")
+    if args.k < 1:
+        raise RetrievalError(f"-k {args.k} is not positive.", "Use -k 1 or more.")
+    settings = GuidedSettings(method="llm" if args.llm_only else "core", max_keywords=args.keywords,
+                              targets=args.targets, temperature=args.temperature, seed=args.seed,
+                              max_tokens=args.max_tokens)
+    judge = csv_list(args.judge) if args.judge else []
+    config = llm_config_from_args(args)
+    with Project.open(args.project) as project:
+        dataset = project.dataset(args.dataset)
+        ids = selected_example_ids(project, dataset, args)
+        if args.llm_only:
+            edit = generate_guided(project, dataset.id, ids, config, settings=settings, judge=judge,
+                                   progress=progress, cancel=cancel)
+            summary = edit.summary()
+            run_id = edit.run_id
+        else:
+            retrieval = RetrievalSettings(corpus=args.corpus, model=args.member, k=args.k,
+                                          per_sentence=not args.per_text, encoder=args.encoder,
+                                          kind=args.kind, params=_kind_params(args) or None,
+                                          max_length=args.max_length)
+            done = core_edit(project, dataset.id, ids, config, retrieval, settings=settings, judge=judge,
+                             progress=progress, cancel=cancel)
+            summary = done.summary()
+            run_id = done.edit.run_id
+        rows = [r for r in candidate_rows(project, example_ids=ids) if r["method"] == settings.method]
+    made = [r for r in rows if r["status"] != "failed"]
+    print(json.dumps({
+        "run_id": run_id, "method": settings.method, **summary,
+        "rates": flip_rates([r["scores"] for r in made]),
+        "failures": [{"candidate": r["id"], "example_id": r["example_id"], **(r["meta"].get("error") or {})}
+                     for r in rows if r["status"] == "failed"][:50],
+    }, indent=2, ensure_ascii=False))
+    return EXIT_OK

@@ -57,6 +57,10 @@ class GuidedSettings:
         Keywords offered per edit.
     targets, temperature, seed, max_tokens
         As for CoBA generation (:class:`~engine.counterbias.settings.GenerateSettings`).
+    guides_from
+        Where the guides came from (CORE's retrieval settings, see
+        :class:`engine.counterbias.core.RetrievalSettings`): other retrieval settings make other
+        candidates instead of being skipped as made. Part of the key only when set.
     """
 
     method: str = "core"
@@ -65,6 +69,7 @@ class GuidedSettings:
     temperature: float = 0.7
     seed: int = 13
     max_tokens: int = 384
+    guides_from: str | None = None
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
@@ -74,7 +79,10 @@ class GuidedSettings:
 
     def key(self) -> str:
         """Identity of what is generated (resume skips candidates with this key)."""
-        raw = json.dumps(dataclasses.asdict(self), sort_keys=True)
+        fields = dataclasses.asdict(self)
+        if fields["guides_from"] is None:
+            del fields["guides_from"]  # keys made before the field existed stay valid
+        raw = json.dumps(fields, sort_keys=True)
         return hashlib.sha256(raw.encode()).hexdigest()[:16]
 
 
