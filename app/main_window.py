@@ -15,6 +15,7 @@ from PySide6.QtGui import QAction, QCloseEvent, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import QDockWidget, QMainWindow, QMenu, QTabWidget, QWidget
 
 from app.controllers import (
+    AnnotationController,
     ImportanceController,
     ProjectController,
     ReportController,
@@ -25,6 +26,7 @@ from app.jobs import Job, JobRunner
 from app.session import Session
 from app.settings import Settings
 from engine.store import DatasetInfo, Project
+from widgets.annotation_panel import AnnotationPanel
 from widgets.datasets_view import DatasetsView
 from widgets.detail_pane import DetailPane
 from widgets.error_dialog import show_error
@@ -66,12 +68,14 @@ class MainWindow(QMainWindow):
         self.importance_panel = ImportancePanel(self)
         self.review_panel = ReviewPanel(self)
         self.report_panel = ReportPanel(self)
+        self.annotation_panel = AnnotationPanel(self)
         self.tabs = QTabWidget()
         self.tabs.addTab(self.examples, "Examples")
         self.tabs.addTab(self.stats_panel, "Bias statistics")
         self.tabs.addTab(self.importance_panel, "Word importance")
         self.tabs.addTab(self.review_panel, "Counterbias")
         self.tabs.addTab(self.report_panel, "Report")
+        self.tabs.addTab(self.annotation_panel, "Annotate")
         self.setCentralWidget(self.tabs)
         self.datasets_view = DatasetsView(self)
         self.detail = DetailPane(self)
@@ -88,7 +92,8 @@ class MainWindow(QMainWindow):
         self.importance = ImportanceController(self.session, self.jobs, self.importance_panel)
         self.review = ReviewController(self.session, self.jobs, self.review_panel)
         self.report = ReportController(self.session, self.jobs, self.report_panel)
-        for controller in (self.projects, self.stats, self.importance, self.review, self.report):
+        self.annotation = AnnotationController(self.session, self.jobs, self.annotation_panel)
+        for controller in (self.projects, self.stats, self.importance, self.review, self.report, self.annotation):
             controller.showExamples.connect(self.show_examples)
             controller.statusMessage.connect(self.statusBar().showMessage)
 
@@ -148,6 +153,9 @@ class MainWindow(QMainWindow):
 
     def show_report_tab(self) -> None:
         self.tabs.setCurrentWidget(self.report_panel)
+
+    def show_annotation_tab(self) -> None:
+        self.tabs.setCurrentWidget(self.annotation_panel)
 
     def _dock(self, title: str, widget: QWidget, area: Qt.DockWidgetArea) -> QDockWidget:
         dock = QDockWidget(title, self)

@@ -8,6 +8,7 @@ asks for navigation with its signals (:attr:`PanelController.showExamples`,
 contract keeps ``app.controllers`` from importing ``app.main_window``.
 """
 
+from app.controllers.annotation import AnnotationController
 from app.controllers.base import PanelController
 from app.controllers.project import ProjectController
 from app.controllers.importance import ImportanceController
@@ -15,5 +16,5 @@ from app.controllers.report import ReportController
 from app.controllers.review import ReviewController
 from app.controllers.stats import StatsController
 
-__all__ = ["ImportanceController", "PanelController", "ProjectController", "ReportController", "ReviewController",
+__all__ = ["AnnotationController", "ImportanceController", "PanelController", "ProjectController", "ReportController", "ReviewController",
            "StatsController"]

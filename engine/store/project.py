@@ -518,6 +518,8 @@ class Project:
                 (dataset_id,),
             )
             doomed = "(SELECT id FROM temp.doomed)"
+            conn.execute(f"DELETE FROM annotations WHERE dataset_id = ? OR example_id IN {doomed}", (dataset_id,))
+            conn.execute("DELETE FROM annotation_scores WHERE dataset_id = ?", (dataset_id,))
             conn.execute(f"DELETE FROM decisions WHERE candidate_id IN (SELECT id FROM candidates WHERE example_id IN {doomed})")
             for table in ("candidates", "triples", "attributions", "word_votes", "retrievals"):
                 conn.execute(f"DELETE FROM {table} WHERE example_id IN {doomed}")

@@ -350,6 +350,32 @@ MIGRATIONS: list[str] = [
         UNIQUE (dataset_id, label, pattern)
     );
     """,
+    # 9 (issue 14, the annotation loop): the analyst's labels of examples and of counterfactual
+    # candidates (engine.active.annotation), and the learner's held-out score after each retraining.
+    """
+    CREATE TABLE annotations (
+        id INTEGER PRIMARY KEY,
+        dataset_id INTEGER NOT NULL REFERENCES datasets(id),
+        example_id INTEGER NOT NULL REFERENCES examples(id),
+        candidate_id INTEGER REFERENCES candidates(id), -- NULL: the example itself
+        label TEXT NOT NULL,                             -- the analyst's label
+        strategy TEXT,                                   -- how the example was chosen
+        created_at TEXT NOT NULL
+    );
+    CREATE UNIQUE INDEX annotations_item ON annotations(dataset_id, example_id, IFNULL(candidate_id, 0));
+    CREATE TABLE annotation_scores (
+        id INTEGER PRIMARY KEY,
+        dataset_id INTEGER NOT NULL REFERENCES datasets(id),
+        setup_key TEXT NOT NULL,          -- the held-out split and learner
+        annotations INTEGER NOT NULL,     -- examples labelled
+        counterfactuals INTEGER NOT NULL, -- labelled counterfactuals trained on
+        macro_f1 REAL NOT NULL,
+        accuracy REAL NOT NULL,
+        test_size INTEGER NOT NULL,
+        created_at TEXT NOT NULL
+    );
+    CREATE INDEX annotation_scores_dataset ON annotation_scores(dataset_id, setup_key);
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
