@@ -204,6 +204,10 @@ def candidate_html(candidate: dict[str, Any]) -> str:
     return "".join(parts)
 
 
+#: Generation methods offered: (key, label).
+GENERATION_METHODS = (("coba", "CoBA"), ("core", "CORE (retrieve, then edit)"), ("llm", "LLM-only edit"))
+
+
 class ReviewPanel(QWidget):
     """Triples of the selected example; candidates with diffs and scores; generate / augment buttons."""
 
@@ -231,6 +235,21 @@ class ReviewPanel(QWidget):
         self.augment_button = QPushButton("Build augmented dataset")
         self.augment_button.setToolTip("A new dataset version: the originals plus every accepted candidate")
         self.llm_button = QPushButton("LLM settings…")
+        self.method = QComboBox()
+        self.method.setObjectName("generationMethod")
+        for key, text in GENERATION_METHODS:
+            self.method.addItem(text, key)
+        self.method.setToolTip("CoBA: triples, then a targeted rewrite of the sentences that carry the label. CORE: "
+                               "retrieve corpus sentences of the target label, then a minimal edit using their "
+                               "words. LLM-only: the same minimal edit without retrieval (the baseline).")
+        self.corpus = QComboBox()
+        self.corpus.setObjectName("generationCorpus")
+        self.corpus.setToolTip("The corpus to retrieve from (import and index it with 'counterbias corpus' and "
+                               "'counterbias index')")
+        self.member = QComboBox()
+        self.member.setObjectName("generationMember")
+        self.member.setToolTip("The member that labelled the corpus")
+        self.method.currentIndexChanged.connect(self._method_changed)
         self.generate_selection.clicked.connect(lambda: self.generateRequested.emit("selection"))
         self.generate_all.clicked.connect(lambda: self.generateRequested.emit("all"))
         self.augment_button.clicked.connect(self.augmentRequested)
@@ -243,8 +262,10 @@ class ReviewPanel(QWidget):
         self.tokens_label.setWordWrap(True)
         self.tokens_label.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         top = QHBoxLayout()
-        for w in (self.generate_selection, self.generate_all, self.augment_button, self.llm_button):
+        for w in (self.method, self.corpus, self.member, self.generate_selection, self.generate_all,
+                  self.augment_button, self.llm_button):
             top.addWidget(w)
+        self._method_changed()
         top.addWidget(self.llm_label, 2)
         top.addWidget(self.tokens_label, 1)
 
@@ -365,6 +386,32 @@ class ReviewPanel(QWidget):
     def set_busy(self, busy: bool) -> None:
         for b in (self.generate_selection, self.generate_all, self.augment_button):
             b.setEnabled(not busy)
+
+    def generation_method(self) -> str:
+        """``"coba"``, ``"core"`` or ``"llm"``."""
+        return str(self.method.currentData())
+
+    def set_core_sources(self, corpora: list[str], members: list[str]) -> None:
+        """The corpora and members CORE can retrieve with (the current choices are kept when still there)."""
+        for combo, names, empty in ((self.corpus, corpora, "(no corpus)"), (self.member, members, "(no member)")):
+            keep = combo.currentText()
+            combo.blockSignals(True)
+            combo.clear()
+            combo.addItems(names or [empty])
+            combo.setEnabled(bool(names))
+            if keep in names:
+                combo.setCurrentText(keep)
+            combo.blockSignals(False)
+
+    def core_choice(self) -> tuple[str | None, str | None]:
+        """The chosen corpus and labelling member (``None`` when there is none)."""
+        return (self.corpus.currentText() if self.corpus.isEnabled() else None,
+                self.member.currentText() if self.member.isEnabled() else None)
+
+    def _method_changed(self, *_args: object) -> None:
+        core = self.generation_method() == "core"
+        self.corpus.setVisible(core)
+        self.member.setVisible(core)
 
     def set_llm_summary(self, text: str) -> None:
         self.llm_label.setText(text)

@@ -186,6 +186,18 @@ class ReviewController(PanelController):
         self.reload_candidates()
         self.refresh_example()
         self.update_tokens()
+        self.refresh_core_sources()
+
+    def refresh_core_sources(self) -> None:
+        """Offer the project's corpora and members for CORE generation."""
+        from engine.models.store import list_models
+        from engine.retrieval.corpus import list_corpora
+
+        project = self.session.project
+        if project is None:
+            self.panel.set_core_sources([], [])
+            return
+        self.panel.set_core_sources([c.name for c in list_corpora(project)], [m.name for m in list_models(project)])
 
     def example_selected(self, row: dict | None = None) -> None:
         """The session's example changed: show its triples if the panel is visible."""
@@ -442,6 +454,9 @@ class ReviewController(PanelController):
             self.show_error(exc)
             return None
         count = len(ids) if ids is not None else dataset.row_count
+        method = self.panel.generation_method()
+        if method in ("core", "llm"):
+            return self._generate_guided(method, project, dataset, ids, count, config)
         self.panel.set_busy(True)
         self.panel.set_message(f"Generating for {count:,} example(s) with {config.backend}:{config.model}…")
         job = self.jobs.start(generate_counterbias, project, dataset.id, ids, config, settings=settings,
@@ -462,6 +477,52 @@ class ReviewController(PanelController):
         job.on_failed(lambda exc, tb: (self._job_ended(), self.panel.set_message(f"Generation failed: {exc}")))
         job.on_cancelled(lambda: (self._job_ended(), self.panel.set_message(
             "Cancelled; finished candidates are kept and Generate resumes.")))
+        return job
+
+    def _generate_guided(self, method: str, project: Any, dataset: DatasetInfo, ids: list[int] | None, count: int,
+                         config: LLMConfig) -> Job | None:
+        """CORE (retrieval for each example's sentences, then the guided edit) or the LLM-only edit, as a job."""
+        from engine.counterbias.core import RetrievalSettings, core_edit
+        from engine.counterbias.guided import GuidedSettings, generate_guided
+        from engine.retrieval.errors import RetrievalError
+
+        judge = self._judge_members()
+        if method == "core":
+            corpus, member = self.panel.core_choice()
+            if not corpus or not member:
+                self.show_error(RetrievalError(
+                    "CORE needs a corpus labelled by a member and indexed.",
+                    "Import one with 'counterbias corpus PROJECT NAME FILE --label-with MEMBER', then "
+                    "'counterbias index PROJECT NAME', and choose it here."))
+                return None
+            job = self.jobs.start(core_edit, project, dataset.id, ids, config,
+                                  RetrievalSettings(corpus=corpus, model=member), judge=judge, kind="generate",
+                                  title=f"CORE for {count:,} examples of {dataset.name} ({corpus})")
+        else:
+            job = self.jobs.start(generate_guided, project, dataset.id, ids, config,
+                                  settings=GuidedSettings(method="llm"), judge=judge, kind="generate",
+                                  title=f"LLM-only edits for {count:,} examples of {dataset.name}")
+        self.panel.set_busy(True)
+        self.panel.set_message(f"{'CORE' if method == 'core' else 'LLM-only'} edits for {count:,} example(s) with "
+                               f"{config.backend}:{config.model}…")
+        self._live_job, self._last_live = job, time.monotonic()
+
+        def done(result: Any) -> None:
+            self._job_ended()
+            summary = result.summary()
+            extra = (f"; {summary['guided']} guided by retrieved excerpts, {summary['unguided']} without"
+                     if method == "core" else "")
+            self.panel.set_message(f"{summary['created']} candidate(s) made, {summary['failed']} failed, "
+                                   f"{summary['skipped']} already made{extra}.")
+
+        def failed(exc: BaseException, tb: str) -> None:
+            self._job_ended()
+            self.panel.set_message(f"Generation failed: {exc}")
+
+        job.on_finished(done)
+        job.on_failed(failed)
+        job.on_cancelled(lambda: (self._job_ended(), self.panel.set_message(
+            "Cancelled; retrieved excerpts and finished candidates are kept, and Generate resumes.")))
         return job
 
     def _job_ended(self) -> None:
