@@ -1,4 +1,4 @@
-"""CLI verbs for active learning: ``al-data`` (build and import a simulation set) and ``al-simulate``."""
+"""CLI verbs for active learning: ``al-data`` (build and import a simulation set), ``al-simulate`` and ``annotate``."""
 
 from __future__ import annotations
 
@@ -171,4 +171,92 @@ def _run_data(args: argparse.Namespace, progress: StderrProgress, cancel: Cancel
     print(f"imported {result.rows} rows as {name!r}: " + ", ".join(f"{k} {v}" for k, v in result.label_counts.items()))
     if added:
         print(f"stored {added} human counterfactuals (CAD revised hypotheses) as accepted candidates")
+    return EXIT_OK
+
+
+@command("annotate")
+def _add_annotate(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "annotate",
+        parents=[DATASET, JSON, LLM],
+        help="the annotation loop headless: next examples, labels, counterfactuals, retraining, the curve",
+        description="The steps of the Annotate tab, one per call, all stored in the project (the tab shows the "
+        "same session). --next N prints the next N unlabelled examples a strategy chooses; --label ID LABEL "
+        "labels an example (repeatable), --label ID LABEL --candidate CID labels one of its counterfactuals; "
+        "--counterfactuals makes counterfactuals of the labelled examples (LLM options apply); --retrain fits the "
+        "learner on every label and prints its held-out macro-F1; --curve prints the stored learning curve.",
+    )
+    p.add_argument("--next", type=int, metavar="N", help="print the next N examples to label")
+    p.add_argument("--strategy", default="cluster", help="cluster (default) or random")
+    p.add_argument("--label", nargs=2, action="append", metavar=("EXAMPLE_ID", "LABEL"), help="give a label")
+    p.add_argument("--candidate", type=int, help="with one --label: the counterfactual candidate labelled")
+    p.add_argument("--counterfactuals", choices=("vt", "llm"), help="make counterfactuals of the labelled examples")
+    p.add_argument("--retrain", action="store_true", help="retrain and print the held-out score")
+    p.add_argument("--curve", action="store_true", help="print the stored learning curve")
+    p.add_argument("--learner", default="embed-lr", help="embed-lr (default) or tfidf-lr")
+    p.set_defaults(run=_run_annotate)
+
+
+def _run_annotate(args: argparse.Namespace, progress: StderrProgress, cancel: CancelToken) -> int:
+    from engine.active.annotation import (
+        annotate,
+        annotation_setup,
+        annotations,
+        learning_curve,
+        make_counterfactuals,
+        next_batch,
+        retrain,
+    )
+    from engine.active.errors import ActiveLearningError
+    from engine.store import Project
+
+    if not (args.next or args.label or args.counterfactuals or args.retrain or args.curve):
+        raise ActiveLearningError("Nothing to do.", "Give --next, --label, --counterfactuals, --retrain or --curve.")
+    if args.candidate is not None and len(args.label or []) != 1:
+        raise ActiveLearningError("--candidate needs exactly one --label.", "Label one counterfactual per call.")
+    out: dict[str, Any] = {}
+    with Project.open(args.project) as project:
+        dataset = project.dataset(args.dataset)
+        setup = annotation_setup(project, dataset.id)
+        for example_id, label in args.label or []:
+            annotate(project, dataset.id, int(example_id), label, candidate_id=args.candidate,
+                     strategy=None if args.candidate else args.strategy)
+        if args.label:
+            out["labelled"] = len(args.label)
+        if args.counterfactuals:
+            ids = sorted({a.example_id for a in annotations(project, dataset.id) if a.candidate_id is None})
+            made = make_counterfactuals(project, dataset.id, ids, llm_config_from_args(args),
+                                        method=args.counterfactuals, progress=progress, cancel=cancel)
+            out["counterfactuals"] = {"made": len(made["vt"]) + len(made["llm"]), "failed": made["failed"],
+                                      "pattern_keeping": len(made["vt"]), "patterns": made["patterns"]}
+        if args.retrain:
+            point = retrain(project, setup, learner=args.learner, progress=progress, cancel=cancel)
+            out["retrained"] = {"labels": point.annotations, "counterfactuals": point.counterfactuals,
+                                "macro_f1": round(point.macro_f1, 4), "accuracy": round(point.accuracy, 4),
+                                "test": point.test_size}
+        if args.next:
+            ids = next_batch(project, setup, strategy=args.strategy, n=args.next, progress=progress, cancel=cancel)
+            out["next"] = [{"id": int(r["id"]), "text": r.get("text") or r.get("hypothesis") or ""}
+                           for r in project.examples(ids)]
+        if args.curve:
+            out["curve"] = [{"labels": p.annotations, "counterfactuals": p.counterfactuals,
+                             "macro_f1": round(p.macro_f1, 4), "at": p.created_at}
+                            for p in learning_curve(project, setup, learner=args.learner)]
+    if args.json:
+        print(json.dumps(out, indent=2, ensure_ascii=False))
+        return EXIT_OK
+    if "labelled" in out:
+        print(f"labelled {out['labelled']}")
+    if "counterfactuals" in out:
+        c = out["counterfactuals"]
+        print(f"counterfactuals: {c['made']} made ({c['pattern_keeping']} pattern-keeping), {c['failed']} failed")
+    if "retrained" in out:
+        r = out["retrained"]
+        print(f"macro-F1 {r['macro_f1']:.3f} (accuracy {r['accuracy']:.3f}) on {r['test']} held-out examples after "
+              f"{r['labels']} labels + {r['counterfactuals']} counterfactuals")
+    for row in out.get("next", []):
+        print(f"{row['id']:>7}  {row['text'][:110]}")
+    for point in out.get("curve", []):
+        print(f"{point['labels']:>5} labels + {point['counterfactuals']:>3} counterfactuals: macro-F1 "
+              f"{point['macro_f1']:.3f}")
     return EXIT_OK

@@ -48,7 +48,7 @@ COMMANDS: Registry[AddCommand] = Registry(
         **_verbs("engine.cli.generate", "generate", "verify", "candidates", "decide", "augment"),
         **_verbs("engine.cli.evaluation", "evaluate", "diversity", "report"),
         **_verbs("engine.cli.retrieval", "corpus", "index", "retrieve", "core"),
-        **_verbs("engine.cli.active", "al-data", "al-simulate"),
+        **_verbs("engine.cli.active", "al-data", "al-simulate", "annotate"),
         **_verbs("engine.cli.patterns", "patterns", "vt-generate"),
     },
 )

@@ -110,3 +110,31 @@ def test_counterfactuals_are_made_labelled_and_trained_on(tmp_path, stub):
     assert vt["patterns"] > 0
     assert len(vt["vt"]) + len(vt["llm"]) + vt["failed"] >= 3
     project.close()
+
+
+def test_annotate_cli_steps_and_exit_codes(tmp_path, capsys):
+    import json
+
+    from engine.cli import main
+
+    project = _project(tmp_path)
+    path = str(project.path)
+    project.close()
+    assert main(["-q", "annotate", path, "d", "--next", "3", "--strategy", "random", "--json"]) == 0
+    chosen = json.loads(capsys.readouterr().out)["next"]
+    assert len(chosen) == 3
+    with Project.open(path) as p:
+        gold = {int(r["id"]): str(r["label"]) for r in p.examples([c["id"] for c in chosen])}
+    labels = [a for c in chosen for a in ("--label", str(c["id"]), gold[c["id"]])]
+    assert main(["-q", "annotate", path, "d", *labels, "--retrain", "--learner", "tfidf-lr", "--next", "2",
+                 "--strategy", "random", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["labelled"] == 3 and out["retrained"]["labels"] == 3
+    assert not {c["id"] for c in out["next"]} & set(gold)  # labelled examples are not chosen again
+    assert main(["-q", "annotate", path, "d", "--curve", "--learner", "tfidf-lr"]) == 0
+    assert "3 labels +   0 counterfactuals: macro-F1" in capsys.readouterr().out
+    for argv, code in [(["annotate", path, "d"], "CB990"),
+                       (["annotate", path, "d", "--label", str(chosen[0]["id"]), "meh"], "CB990")]:
+        assert main(["-q", *argv]) == 3
+        err = capsys.readouterr().err
+        assert f"[{code}]" in err and "Traceback" not in err
