@@ -384,6 +384,7 @@ def train_retriever(
     hard_negatives: bool = True,
     lr: float = 2e-5,
     seed: int = 0,
+    train_layers: int | None = None,
     progress: ProgressFn = no_progress,
     cancel: CancelToken | None = None,
 ) -> RetrieverTrainResult:
@@ -401,6 +402,9 @@ def train_retriever(
     hard_negatives
         Add the same-label neighbour and the query itself (as a passage) to each query's negatives;
         without, only the other positives of the batch are negatives.
+    train_layers
+        Train only the top this many transformer layers (``None``: all); the word embeddings are never
+        trained. Fewer layers train faster on a CPU.
 
     Raises
     ------
@@ -435,6 +439,9 @@ def train_retriever(
     steps_per_epoch = math.ceil(len(clean) / batch_size)
     total = epochs * steps_per_epoch
     model.embeddings.requires_grad_(False)  # word embeddings stay: words outside the seed pairs keep their meaning
+    layers = model.encoder.layer
+    for layer in layers[:max(0, len(layers) - train_layers) if train_layers is not None else 0]:
+        layer.requires_grad_(False)
     trainable = [p for p in model.parameters() if p.requires_grad]
     optimiser = torch.optim.AdamW(trainable, lr=lr, weight_decay=0.01)
     rng = random.Random(seed)
@@ -472,7 +479,7 @@ def train_retriever(
         "kind": "cf-dpr", "base": base, "pairs": len(clean),
         "labelled_pairs": sum(p[2] is not None for p in clean),
         "settings": {"epochs": epochs, "batch_size": batch_size, "max_length": max_length,
-                     "hard_negatives": hard_negatives, "lr": lr, "scale": SCALE, "frozen": "embeddings",
+                     "hard_negatives": hard_negatives, "lr": lr, "scale": SCALE, "train_layers": train_layers,
                      "query_prefix": QUERY_PREFIX, "passage_prefix": PASSAGE_PREFIX},
         "seed": seed, "steps": step, "losses": [round(x, 5) for x in losses], "device": device,
         "weights_sha256": _weights_hash(staging), "trained_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

@@ -145,13 +145,13 @@ def test_cli_train_retriever(tmp_path):
     Project.create(tmp_path / "p.cbproj").close()
     pairs = tmp_path / "pairs.tsv"
     train, held_out = _pairs()
-    rows = ["original\trevision\tlabel"] + [f"{q}\t{p}\t{lab}" for q, p, lab in (train[:40] + held_out[:10])]
+    rows = ["original\trevision\tlabel"] + [f"{q}\t{p}\t{lab}" for q, p, lab in (train[:24] + held_out[:6])]
     pairs.write_text("\n".join(rows) + "\n", encoding="utf-8")
     code, out, err = _cli(tmp_path, "train-retriever", str(tmp_path / "p.cbproj"), "small", "--pairs", str(pairs),
                           "--holdout", "0.2", "--max-length", "32", "--batch-size", "8", "--json")
     assert code == 0, err
     result = json.loads(out)
-    assert (result["train_pairs"], result["held_out_pairs"], result["steps"]) == (40, 10, 5)
+    assert (result["train_pairs"], result["held_out_pairs"], result["steps"]) == (24, 6, 3)
     for which in ("untrained", "trained"):
         assert 0.0 <= result[which]["top1"] <= 1.0 and result[which]["opposite_top1"] is not None
     assert Path(result["path"]) == tmp_path / "p_files" / "retrievers" / "small"
