@@ -157,6 +157,19 @@ def test_cli_train_retriever(tmp_path):
     assert Path(result["path"]) == tmp_path / "p_files" / "retrievers" / "small"
     assert result["encoder"].startswith("trained-")
 
+    pytest.importorskip("faiss", reason="faiss-cpu (the ml extra) is not installed")
+    sentences = tmp_path / "sentences.txt"
+    sentences.write_text("\n".join(p for _, p, _ in held_out[:20]), encoding="utf-8")
+    assert _cli(tmp_path, "corpus", str(tmp_path / "p.cbproj"), "cf", str(sentences))[0] == 0
+    code, out, err = _cli(tmp_path, "index", str(tmp_path / "p.cbproj"), "cf", "--retriever", "small",
+                          "--max-length", "32", "--json")
+    assert code == 0, err
+    assert json.loads(out)["encoder"] == result["encoder"] and json.loads(out)["rows"] == 20
+    code, out, err = _cli(tmp_path, "index", str(tmp_path / "p.cbproj"), "cf", "--retriever", "nope")
+    assert code == 3 and "CB965" in err
+    code, out, err = _cli(tmp_path, "index", str(tmp_path / "p.cbproj"), "cf", "--encoder", "trained")
+    assert code == 3 and "CB958" in err
+
     code, out, err = _cli(tmp_path, "train-retriever", str(tmp_path / "p.cbproj"), "x", "--pairs", str(tmp_path / "none.tsv"))
     assert code == 3 and "CB963" in err and "What to do" in err
     few = tmp_path / "few.tsv"
