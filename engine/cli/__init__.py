@@ -8,7 +8,7 @@ One module per area registers its verbs in :data:`engine.cli.commands.COMMANDS`:
 ``attribute``, ``vote``, ``models``), :mod:`~engine.cli.llm` (``serve-llm``, ``triples``),
 :mod:`~engine.cli.generate` (``generate``, ``verify``, ``candidates``, ``decide``, ``augment``),
 :mod:`~engine.cli.evaluation` (``evaluate``, ``diversity``, ``report``),
-:mod:`~engine.cli.retrieval` (``corpus``, ``index``, ``retrieve``, ``core``),
+:mod:`~engine.cli.retrieval` (``corpus``, ``index``, ``retrieve``, ``core``, ``train-retriever``),
 :mod:`~engine.cli.active` (``al-data``, ``al-simulate``, ``annotate``) and :mod:`~engine.cli.patterns` (``patterns``, ``vt-generate``). Arguments
 shared by several verbs are parent parsers in :mod:`engine.cli.args`.
 

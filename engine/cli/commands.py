@@ -47,7 +47,7 @@ COMMANDS: Registry[AddCommand] = Registry(
         **_verbs("engine.cli.llm", "serve-llm", "triples"),
         **_verbs("engine.cli.generate", "generate", "verify", "candidates", "decide", "augment"),
         **_verbs("engine.cli.evaluation", "evaluate", "diversity", "report"),
-        **_verbs("engine.cli.retrieval", "corpus", "index", "retrieve", "core"),
+        **_verbs("engine.cli.retrieval", "corpus", "index", "retrieve", "core", "train-retriever"),
         **_verbs("engine.cli.active", "al-data", "al-simulate", "annotate"),
         **_verbs("engine.cli.patterns", "patterns", "vt-generate"),
     },

@@ -1,4 +1,5 @@
-"""CLI verbs of CORE: ``corpus`` (import + label), ``index`` (embed + FAISS), ``retrieve`` and ``core`` (retrieve-then-edit)."""
+"""CLI verbs of CORE: ``corpus`` (import + label), ``index`` (embed + FAISS), ``retrieve``, ``core`` (retrieve-then-edit)
+and ``train-retriever`` (CF-DPR)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ _INDEX_HELP = "auto (flat up to 50,000 sentences, else ivf), flat (exact), ivf o
 
 def _index_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("index")
-    g.add_argument("--encoder", default="minilm-l6", help="sentence encoder (default minilm-l6)")
+    g.add_argument("--encoder", default="minilm-l6", help="sentence encoder (default minilm-l6; 'trained' needs --retriever)")
+    g.add_argument("--retriever", metavar="NAME", help="a retriever trained with train-retriever (implies --encoder trained)")
     g.add_argument("--max-length", type=int, default=64, help="tokens per sentence for the encoder (default 64)")
     g.add_argument("--kind", default="auto", help=_INDEX_HELP)
     g.add_argument("--nlist", type=int, help="ivf: clusters (default about 4·√n)")
@@ -27,6 +29,26 @@ def _index_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--m", type=int, help="hnsw: links per node (default 32)")
     g.add_argument("--ef-construction", type=int, help="hnsw: build candidate list (default 80)")
     g.add_argument("--ef-search", type=int, help="hnsw: search candidate list (default 64)")
+
+
+def _encoder_args(args: argparse.Namespace, project: Any) -> tuple[str, dict[str, Any]]:
+    """``(encoder name, options)`` of the index options; ``--retriever NAME`` selects a trained retriever."""
+    options: dict[str, Any] = {"max_length": args.max_length}
+    name = args.encoder
+    if args.retriever:
+        from engine.retrieval.dpr import trained_retriever
+
+        if name not in ("minilm-l6", "trained"):
+            from engine.retrieval.errors import EncoderError
+
+            raise EncoderError(f"--retriever is a trained retriever; it cannot go with --encoder {name}.",
+                               "Drop --encoder (or use --encoder trained).")
+        name, options["path"] = "trained", trained_retriever(project, args.retriever)
+    elif name == "trained":
+        from engine.retrieval.errors import EncoderError
+
+        raise EncoderError("--encoder trained needs --retriever NAME.", "Name a retriever trained with train-retriever.")
+    return name, options
 
 
 def _kind_params(args: argparse.Namespace) -> dict[str, Any]:
@@ -125,8 +147,9 @@ def _run_index(args: argparse.Namespace, progress: StderrProgress, cancel: Cance
     from engine.store import Project
 
     params = _kind_params(args)
-    encoder = make_encoder(args.encoder, max_length=args.max_length)
     with Project.open(args.project) as project:
+        name, options = _encoder_args(args, project)
+        encoder = make_encoder(name, **options)
         built = build_index(project, args.name, encoder, kind=args.kind, params=params, seed=args.seed,
                             progress=progress, cancel=cancel)
     out = {"corpus": args.name, "kind": built.kind.name, "rows": built.rows, "encoder": encoder.key,
@@ -179,8 +202,9 @@ def _run_retrieve(args: argparse.Namespace, progress: StderrProgress, cancel: Ca
         raise RetrievalError(f"-k {args.k} is not positive.", "Use -k 1 or more.")
     params = _kind_params(args)
     with Project.open(args.project) as project:
-        retriever = open_retriever(project, args.name, args.model, encoder=args.encoder,
-                                   encoder_options={"max_length": args.max_length}, kind=args.kind, params=params)
+        encoder_name, encoder_options = _encoder_args(args, project)
+        retriever = open_retriever(project, args.name, args.model, encoder=encoder_name,
+                                   encoder_options=encoder_options, kind=args.kind, params=params)
         if args.text:
             hits = retriever.search(args.text, [args.label] * len(args.text), k=args.k,
                                     targets=[args.target] * len(args.text) if args.target else None, cancel=cancel)
@@ -264,9 +288,10 @@ def _run_core(args: argparse.Namespace, progress: StderrProgress, cancel: Cancel
             run_id = edit.run_id
         else:
             retrieval = RetrievalSettings(corpus=args.corpus, model=args.member, k=args.k,
-                                          per_sentence=not args.per_text, encoder=args.encoder,
+                                          per_sentence=not args.per_text,
+                                          encoder="trained" if args.retriever else args.encoder,
                                           kind=args.kind, params=_kind_params(args) or None,
-                                          max_length=args.max_length)
+                                          max_length=args.max_length, retriever=args.retriever)
             done = core_edit(project, dataset.id, ids, config, retrieval, settings=settings, judge=judge,
                              progress=progress, cancel=cancel)
             summary = done.summary()
@@ -279,4 +304,58 @@ def _run_core(args: argparse.Namespace, progress: StderrProgress, cancel: Cancel
         "failures": [{"candidate": r["id"], "example_id": r["example_id"], **(r["meta"].get("error") or {})}
                      for r in rows if r["status"] == "failed"][:50],
     }, indent=2, ensure_ascii=False))
+    return EXIT_OK
+
+
+@command("train-retriever")
+def _add_train_retriever(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "train-retriever", parents=[PROJECT, JSON],
+        help="train a CF-DPR counterfactual retriever on (query, human counterfactual) pairs",
+        description="Fine-tune the bundled MiniLM-L6 bi-encoder so that a query's nearest passage is its "
+        "counterfactual (InfoNCE with in-batch negatives; hard negatives: the nearest same-label query and the "
+        "query itself). --pairs is the CAD sentiment folder (the sentences annotators changed) or a CSV/TSV/JSONL "
+        "with query and counterfactual columns (and optionally label). Part of the pairs is held out: top-1 is "
+        "printed for the untrained and the trained encoder. The retriever is saved in the project's files folder "
+        "(retrievers/NAME); use it with 'index/retrieve/core --retriever NAME'.")
+    p.add_argument("name", help="retriever name (replaced if it exists)")
+    p.add_argument("--pairs", required=True, type=Path, help="pairs file, or the CAD sentiment folder")
+    p.add_argument("--limit", type=int, help="use only the first N pairs")
+    p.add_argument("--holdout", type=float, default=0.2, help="fraction of the pairs held out (default 0.2)")
+    p.add_argument("--epochs", type=int, default=1)
+    p.add_argument("--batch-size", type=int, default=16)
+    p.add_argument("--max-length", type=int, default=64, help="tokens per text (default 64)")
+    p.add_argument("--lr", type=float, default=2e-5)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--no-hard-negatives", action="store_true", help="in-batch negatives only")
+    p.set_defaults(run=_run_train_retriever)
+
+
+def _run_train_retriever(args: argparse.Namespace, progress: StderrProgress, cancel: CancelToken) -> int:
+    from engine.retrieval.dpr import evaluate_retriever, read_pairs, retriever_dir, split_pairs, train_retriever
+    from engine.retrieval.encoders import make_encoder
+    from engine.store import Project
+
+    pairs = read_pairs(args.pairs, limit=args.limit)
+    train, held_out = split_pairs(pairs, args.holdout, seed=args.seed)
+    with Project.open(args.project) as project:
+        folder = retriever_dir(project, args.name)
+        before = evaluate_retriever(make_encoder("minilm-l6", max_length=args.max_length), held_out, cancel=cancel)
+        done = train_retriever(train, out_dir=folder, epochs=args.epochs, batch_size=args.batch_size,
+                               max_length=args.max_length, hard_negatives=not args.no_hard_negatives, lr=args.lr,
+                               seed=args.seed, progress=scaled(progress, 0.0, 0.95), cancel=cancel)
+        encoder = make_encoder("trained", path=folder, max_length=args.max_length)
+        after = evaluate_retriever(encoder, held_out, cancel=cancel)
+    out = {"retriever": args.name, "path": str(done.path), "encoder": encoder.key, "train_pairs": len(train),
+           "held_out_pairs": len(held_out), "steps": done.steps, "seconds": round(done.seconds, 1),
+           "losses": [round(x, 4) for x in done.losses], "untrained": before.to_dict(), "trained": after.to_dict()}
+    if args.json:
+        print(json.dumps(out, indent=2))
+    else:
+        print(f"retriever {args.name}: {len(train):,} pairs, {done.steps} steps in {done.seconds:.0f} s -> {done.path}")
+        for what, scores in (("untrained minilm-l6", before), ("trained", after)):
+            opposite = "" if scores.opposite_top1 is None else f", nearest other text of the other label " \
+                f"{scores.opposite_top1:.3f}"
+            print(f"{what}: top-1 {scores.top1:.3f} (among counterfactuals only {scores.top1_positives:.3f}{opposite}) "
+                  f"on {scores.pairs:,} held-out pairs")
     return EXIT_OK

@@ -46,6 +46,9 @@ class RetrievalSettings:
         The index to search (see :func:`engine.retrieval.retrieve.open_retriever`).
     max_length
         Token limit of the query encoder (as the index was built with).
+    retriever
+        A retriever trained with :func:`engine.retrieval.dpr.train_retriever` (its name in the project):
+        the index built with it is searched (``encoder`` is then ``"trained"``).
     """
 
     corpus: str
@@ -56,12 +59,14 @@ class RetrievalSettings:
     kind: str = "auto"
     params: Mapping[str, Any] | None = None
     max_length: int = 64
+    retriever: str | None = None
 
     def describe(self) -> str:
         """A short stable text of these settings (part of the candidates' settings key)."""
         params = ",".join(f"{k}={v}" for k, v in sorted((self.params or {}).items()))
         return (f"{self.corpus}/{self.model}/k{self.k}/{'sent' if self.per_sentence else 'text'}/"
-                f"{self.encoder}-len{self.max_length}/{self.kind}{'/' + params if params else ''}")
+                f"{self.encoder}-len{self.max_length}/{self.kind}{'/' + params if params else ''}"
+                + (f"/retriever={self.retriever}" if self.retriever else ""))
 
 
 @dataclass
@@ -197,8 +202,13 @@ def core_edit(
     settings = dataclasses.replace(base, method="core", guides_from=retrieval.describe())
     result = CoreResult()
     progress(0.0, f"CORE: opening the {retrieval.corpus!r} index")
-    retriever = open_retriever(project, retrieval.corpus, retrieval.model, encoder=retrieval.encoder,
-                               encoder_options={"max_length": retrieval.max_length}, kind=retrieval.kind,
+    encoder, encoder_options = retrieval.encoder, {"max_length": retrieval.max_length}
+    if retrieval.retriever:
+        from engine.retrieval.dpr import trained_retriever
+
+        encoder, encoder_options["path"] = "trained", trained_retriever(project, retrieval.retriever)
+    retriever = open_retriever(project, retrieval.corpus, retrieval.model, encoder=encoder,
+                               encoder_options=encoder_options, kind=retrieval.kind,
                                params=dict(retrieval.params) if retrieval.params else None)
     params = {"corpus": retrieval.corpus, "model": retrieval.model, "k": retrieval.k,
               "per_sentence": retrieval.per_sentence, "index": retriever.index.key,

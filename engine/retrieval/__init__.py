@@ -4,6 +4,8 @@ One concept per module, heavy libraries (torch, faiss, spaCy) imported lazily in
 
 * :mod:`~engine.retrieval.corpus`: import a text collection as deduplicated sentences; label them with a member.
 * :mod:`~engine.retrieval.encoders`: sentence encoders (the bundled MiniLM-L6 bi-encoder).
+* :mod:`~engine.retrieval.dpr`: CF-DPR, a counterfactual retriever trained on human counterfactual pairs
+  (the ``trained`` encoder).
 * :mod:`~engine.retrieval.vectors`: the memory-mapped embedding matrix, built incrementally.
 * :mod:`~engine.retrieval.index_kinds`, :mod:`~engine.retrieval.index`: FAISS indexes (flat, IVF, HNSW),
   persisted and reopened.

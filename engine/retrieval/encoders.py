@@ -16,7 +16,7 @@ import numpy as np
 
 from engine.progress import CancelToken, ProgressFn, no_progress
 
-__all__ = ["Encoder", "MiniLMEncoder", "make_encoder", "normalise_rows"]
+__all__ = ["Encoder", "MiniLMEncoder", "encode_queries", "make_encoder", "normalise_rows"]
 
 
 class Encoder(Protocol):
@@ -82,6 +82,14 @@ class MiniLMEncoder:
         out = np.empty_like(vectors)
         out[order] = vectors
         return normalise_rows(out)
+
+
+def encode_queries(encoder: Encoder, texts: Sequence[str], *, progress: ProgressFn = no_progress,
+                   cancel: CancelToken | None = None) -> np.ndarray:
+    """Query vectors: ``encoder.encode_queries`` where the encoder reads queries apart from passages
+    (a trained retriever, :class:`engine.retrieval.dpr.TrainedEncoder`), else ``encoder.encode``."""
+    method = getattr(encoder, "encode_queries", None) or encoder.encode
+    return method(list(texts), progress=progress, cancel=cancel)
 
 
 def make_encoder(name: str = "minilm-l6", **options: object) -> Encoder:

@@ -17,7 +17,10 @@ __all__ = [
     "IndexSettingsError",
     "LabelSpaceError",
     "NotLabelledError",
+    "PairsSourceError",
     "RetrievalError",
+    "RetrieverNotFoundError",
+    "TooFewPairsError",
 ]
 
 
@@ -97,3 +100,21 @@ class FaissUnavailableError(RetrievalError):
     """The faiss-cpu package is not installed."""
 
     code = "CB962"
+
+
+class PairsSourceError(RetrievalError):
+    """The seed pairs for a counterfactual retriever cannot be read (missing file, unknown columns)."""
+
+    code = "CB963"
+
+
+class TooFewPairsError(RetrievalError):
+    """Too few seed pairs (or settings) to train or evaluate a counterfactual retriever."""
+
+    code = "CB964"
+
+
+class RetrieverNotFoundError(RetrievalError):
+    """No trained retriever of that name in the project (or the name is unusable)."""
+
+    code = "CB965"

@@ -15,7 +15,9 @@ __all__ = ["ENCODERS", "INDEX_KINDS"]
 
 #: ``name -> factory(**options) -> Encoder`` (see :class:`engine.retrieval.encoders.Encoder`).
 ENCODERS: Registry[Any] = Registry(
-    "sentence encoder", EncoderError, builtins={"minilm-l6": "engine.retrieval.encoders:MiniLMEncoder"}
+    "sentence encoder",
+    EncoderError,
+    builtins={"minilm-l6": "engine.retrieval.encoders:MiniLMEncoder", "trained": "engine.retrieval.dpr:TrainedEncoder"},
 )
 
 #: ``name -> IndexKind`` class (see :class:`engine.retrieval.index_kinds.IndexKind`).

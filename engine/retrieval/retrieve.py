@@ -26,6 +26,7 @@ import numpy as np
 
 from engine.progress import CancelToken, ProgressFn, ensure_token, no_progress
 from engine.retrieval.corpus import CorpusLabels, corpus_labels, get_corpus, sentence_hash, sentences_at
+from engine.retrieval.encoders import encode_queries
 from engine.retrieval.errors import LabelSpaceError
 from engine.retrieval.keywords import extract_keywords
 from engine.store.schema import now
@@ -147,7 +148,7 @@ class Retriever:
         want = np.array([-1 if t is None else self.label_index(t) for t in (targets or [None] * len(queries))])
         if len(want) and np.any((want >= 0) & (want == own)):
             raise LabelSpaceError("A target label equals its query's label.", "Ask for another label as target.")
-        vectors = self.encoder.encode(list(queries), cancel=cancel)
+        vectors = encode_queries(self.encoder, queries, cancel=cancel)  # a trained retriever reads them as queries
         query_hashes = [sentence_hash(q) for q in queries]
         found: list[list[tuple[int, float]]] = [[] for _ in queries]
         pending = list(range(len(queries)))
