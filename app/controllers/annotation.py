@@ -165,6 +165,8 @@ class AnnotationController(PanelController):
             return
         row = rows[0]
         self.current = example_id
+        if self.session.example_id != example_id:
+            self.session.set_example(dict(row))  # the Example pane follows
         fields = self.session.dataset.text_fields if self.session.dataset else ("text",)
         text = "\n\n".join(f"{f}: {row.get(f) or ''}" if len(fields) > 1 else str(row.get(f) or "") for f in fields)
         given = self.labels.get(example_id)
@@ -194,6 +196,9 @@ class AnnotationController(PanelController):
         self.labels[example_id] = label
         if example_id not in self.queue:
             self.queue.append(example_id)
+        left = sum(1 for i in self.queue if i not in self.labels)
+        self.panel.set_status(f"{len(self.labels)} examples labelled; {left} left in the queue"
+                              + ("" if left else ": press Next batch for more") + ".")
         following = [i for i in self.queue[self.queue.index(example_id) + 1:] if i not in self.labels]
         self._show_queue(select=following[0] if following else example_id)
         if self.panel.counterfactual_method() != "none":
