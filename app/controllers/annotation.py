@@ -43,6 +43,14 @@ def _choose(project: Project, dataset_id: int, strategy: str, n: int, *, progres
     return setup, next_batch(project, setup, strategy=strategy, n=n, progress=progress, cancel=cancel)
 
 
+def _retrain(project: Project, dataset_id: int, setup: AnnotationSetup | None, learner: str, *, progress: ProgressFn,
+             cancel: CancelToken) -> tuple[AnnotationSetup, list[Any]]:
+    """Retrain (the split is computed here, off the GUI thread, when not known yet); the setup and the curve."""
+    setup = setup or annotation_setup(project, dataset_id)
+    retrain(project, setup, learner=learner, progress=progress, cancel=cancel)
+    return setup, learning_curve(project, setup, learner=learner)
+
+
 class AnnotationController(PanelController):
     """Queue, labels, counterfactuals and retraining of the session's dataset."""
 
@@ -136,13 +144,8 @@ class AnnotationController(PanelController):
             self.panel.set_status(f"{len(ids)} examples to label ({strategy}); keys 1–9 give the labels."
                                   if ids else "Every example of the pool is labelled.")
 
-        def failed(exc: BaseException, tb: str) -> None:
-            self.panel.set_status(f"Could not choose examples: {exc}")
-            if isinstance(exc, CounterbiasError):
-                self.show_error(exc)
-
         job.on_finished(done)
-        job.on_failed(failed)
+        job.on_failed(self._failed("Could not choose examples"))
         return job
 
     def _show_queue(self, select: int | None = None) -> None:
@@ -251,14 +254,17 @@ class AnnotationController(PanelController):
             if self.current in ids:
                 self.refresh_counterfactuals()
 
+        job.on_finished(done)
+        job.on_failed(self._failed("Counterfactuals failed"))
+        return job
+
+    def _failed(self, what: str) -> Any:
+        """A job's failure handler: the reason in the status line, a named error also in a dialog."""
         def failed(exc: BaseException, tb: str) -> None:
-            self.panel.set_status(f"Counterfactuals failed: {exc}")
+            self.panel.set_status(f"{what}: {exc}")
             if isinstance(exc, CounterbiasError):
                 self.show_error(exc)
-
-        job.on_finished(done)
-        job.on_failed(failed)
-        return job
+        return failed
 
     # ------------------------------------------------------------------ learner
     def retrain(self) -> Job | None:
@@ -266,15 +272,14 @@ class AnnotationController(PanelController):
         dataset, project = self.session.dataset, self.session.project
         if dataset is None or project is None or not self.labels:
             return None
-        setup = self.setup or annotation_setup(project, dataset.id)
-        self.setup = setup
-        job = self.jobs.start(retrain, project, setup, learner=self.learner, kind="annotate-retrain",
+        job = self.jobs.start(_retrain, project, dataset.id, self.setup, self.learner, kind="annotate-retrain",
                               when_busy="cancel", title=f"Retrain on {len(self.labels)} labels of {dataset.name}",
                               report_errors=False)
 
-        def done(point: Any) -> None:
+        def done(result: tuple[AnnotationSetup, list[Any]]) -> None:
             if self.session.project is project:
-                self.panel.show_curve(learning_curve(project, setup, learner=self.learner))
+                self.setup = result[0]
+                self.panel.show_curve(result[1])
 
         job.on_finished(done)
         job.on_failed(lambda exc, tb: self.panel.set_status(f"Retraining failed: {exc}"))
