@@ -32,13 +32,18 @@ class WeightedRidge(Model):
         self.intercept: torch.Tensor | None = None
 
     def fit(self, train_data: Any, **kwargs: object) -> dict[str, float]:
+        # The samples may live on a GPU (captum builds them beside the model). The solve is a
+        # tiny (words + 1)^2 system: do it on the CPU in float64, hand the coefficients back on
+        # the samples' device.
         xs, ys, ws = [], [], []
+        device = None
         for batch in train_data:
             x, y = batch[0], batch[1]
+            device = device or x.device
             w = batch[2] if len(batch) > 2 else torch.ones(len(x))
-            xs.append(x.double().reshape(len(x), -1))
-            ys.append(y.double().reshape(len(x), -1)[:, 0])
-            ws.append(w.double().reshape(-1))
+            xs.append(x.detach().cpu().double().reshape(len(x), -1))
+            ys.append(y.detach().cpu().double().reshape(len(x), -1)[:, 0])
+            ws.append(w.detach().cpu().double().reshape(-1))
         x, y, w = torch.cat(xs), torch.cat(ys), torch.cat(ws)
         n_features = x.shape[1]
         design = torch.cat([x, torch.ones(len(x), 1, dtype=x.dtype)], dim=1)
@@ -47,8 +52,8 @@ class WeightedRidge(Model):
         penalty = torch.eye(n_features + 1, dtype=x.dtype) * self.alpha
         penalty[-1, -1] = 1e-10
         solution = torch.linalg.lstsq(gram + penalty, weighted.T @ y[:, None]).solution[:, 0]
-        self.coef = solution[:-1].float()
-        self.intercept = solution[-1:].float()
+        self.coef = solution[:-1].float().to(device)
+        self.intercept = solution[-1:].float().to(device)
         return {"n_samples": float(len(x))}
 
     def representation(self) -> torch.Tensor:
@@ -57,4 +62,4 @@ class WeightedRidge(Model):
 
     def __call__(self, x: Any) -> Any:
         assert self.coef is not None and self.intercept is not None, "fit() first"
-        return x.float().reshape(len(x), -1) @ self.coef + self.intercept
+        return x.float().reshape(len(x), -1) @ self.coef.to(x.device) + self.intercept.to(x.device)

@@ -14,7 +14,7 @@ import numpy as np
 
 from engine.progress import CancelToken, ProgressFn, ensure_token, no_progress
 
-__all__ = ["embed_texts"]
+__all__ = ["default_batch_size", "embed_texts"]
 
 _MODEL: dict[str, Any] = {}
 _LOCK = threading.Lock()
@@ -29,14 +29,23 @@ def _model() -> Any:
 
             from engine.models.backbones import _minilm_l6_dir
 
-            _MODEL["minilm"] = SentenceTransformer(str(_minilm_l6_dir()), device="cpu")
+            from engine.models.device import resolve_device
+
+            # On a GPU when there is one: a corpus of ~560k sentences embeds in about a minute there
+            # instead of half an hour on two CPU cores.
+            _MODEL["minilm"] = SentenceTransformer(str(_minilm_l6_dir()), device=str(resolve_device("auto")))
         return _MODEL["minilm"]
+
+
+def default_batch_size() -> int:
+    """Texts per forward pass: 64 on a CPU (larger batches only pad more), 512 on a GPU."""
+    return 64 if str(_model().device).startswith("cpu") else 512
 
 
 def embed_texts(
     texts: Sequence[str],
     *,
-    batch_size: int = 64,
+    batch_size: int | None = None,
     max_length: int | None = None,
     progress: ProgressFn = no_progress,
     cancel: CancelToken | None = None,
@@ -45,7 +54,9 @@ def embed_texts(
 
     Mean pooling over the tokens, as sentence-transformers computes it for this model.
     ``max_length`` truncates each text to that many tokens (default: the model's 256); short
-    sentences (a retrieval corpus) encode several times faster at 64.
+    sentences (a retrieval corpus) encode several times faster at 64. ``batch_size``: texts per
+    forward pass (default :func:`default_batch_size`: 64 on a CPU, 512 on a GPU). The model runs
+    on the GPU when torch sees one.
 
     Raises
     ------
@@ -54,6 +65,7 @@ def embed_texts(
     """
     cancel = ensure_token(cancel)
     model = _model()
+    batch_size = int(batch_size or default_batch_size())
     dimension = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
     out = np.zeros((len(texts), dimension() or 384), dtype=np.float32)
     for start in range(0, len(texts), batch_size):
