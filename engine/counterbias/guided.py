@@ -124,7 +124,8 @@ def guided_problem(text: str, original: str, labels: Sequence[str], guard: Any =
 
     if not text.strip():
         return "It is empty."
-    for found in (h.refusal(text, original), h.bare_label(text, original, labels), h.commentary(text, original),
+    for found in (h.refusal(text, original), h.bare_label(text, original, labels), h.label_named(text, original, labels),
+                  h.commentary(text, original),
                   h.prompt_echo(text, original), h.formatting(text, original), h.copy(text, original),
                   h.truncation(text, original)):
         if found:

@@ -42,8 +42,8 @@ __all__ = ["CandidateFilter", "ensemble_labels", "flip_rates", "judge_candidates
 
 
 #: Checks every accept rule requires by default besides the flip, spurious-word and agreement checks.
-DEFAULT_CHECKS = ("prompt-echo", "prompt-leak", "refusal", "bare-label", "commentary", "formatting", "truncation", "copy",
-                  "pattern", "llm-judge")
+DEFAULT_CHECKS = ("prompt-echo", "prompt-leak", "refusal", "bare-label", "label-named", "commentary", "formatting",
+                  "truncation", "copy", "pattern", "llm-judge")
 
 
 @dataclass(frozen=True)

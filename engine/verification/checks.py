@@ -113,7 +113,7 @@ CHECKS: Registry[Check] = Registry(
     builtins={name: f"engine.verification.checks:{attr}" for name, attr in (
         ("label-flip", "label_flip"), ("soft-flip", "soft_flip"), ("member-agreement", "member_agreement"),
         ("spurious-kept", "spurious_kept"), ("prompt-echo", "prompt_echo"), ("prompt-leak", "prompt_leak"),
-        ("refusal", "refusal"), ("bare-label", "bare_label"), ("commentary", "commentary"), ("formatting", "formatting"),
+        ("refusal", "refusal"), ("bare-label", "bare_label"), ("label-named", "label_named"), ("commentary", "commentary"), ("formatting", "formatting"),
         ("truncation", "truncation"), ("copy", "copy"), ("pattern", "pattern"), ("llm-judge", "llm_judge"))},
 )
 
@@ -121,7 +121,7 @@ CHECKS: Registry[Check] = Registry(
 TITLES = {
     "label-flip": "Label flipped (ensemble)", "soft-flip": "Original label left (ensemble)",
     "member-agreement": "Every member agrees", "spurious-kept": "Spurious words kept", "prompt-echo": "No prompt echo",
-    "prompt-leak": "No few-shot leak", "refusal": "No refusal", "bare-label": "Not a bare label",
+    "prompt-leak": "No few-shot leak", "refusal": "No refusal", "bare-label": "Not a bare label", "label-named": "Expresses the label, does not name it",
     "commentary": "A text, not a comment on it",
     "formatting": "No markdown/list formatting", "truncation": "Complete (not truncated)",
     "copy": "Not a copy of the original", "pattern": "Symbolic pattern kept", "llm-judge": "LLM judge agrees",
@@ -211,6 +211,10 @@ def refusal(subject: Subject, criteria: CandidateFilter) -> Verdict:
 
 def bare_label(subject: Subject, criteria: CandidateFilter) -> Verdict:
     return _each(subject, lambda new, original: heuristics.bare_label(new, original, subject.labels))
+
+
+def label_named(subject: Subject, criteria: CandidateFilter) -> Verdict:
+    return _each(subject, lambda new, original: heuristics.label_named(new, original, subject.labels))
 
 
 def commentary(subject: Subject, criteria: CandidateFilter) -> Verdict:

@@ -9,6 +9,8 @@ models in ``tests/fixtures/llm_outputs``:
   "Here is the rewritten review", "Subject:") instead of being only the text;
 * :func:`refusal` — the model declines ("I'm sorry, but I can't …", "As an AI …");
 * :func:`bare_label` — the answer is a label name ("Positive.") rather than a text;
+* :func:`label_named` — the text names the label it should express ("a 'very negative' film",
+  "Sentiment: positive") instead of expressing it;
 * :func:`commentary` — the answer describes the text ("The reviewer expresses …") instead of
   being a rewritten text;
 * :func:`formatting` — markdown or list formatting the original did not have (``**bold**``,
@@ -35,7 +37,7 @@ from collections.abc import Sequence
 
 from engine.text.distance import word_edit_distance
 
-__all__ = ["bare_label", "commentary", "copy", "formatting", "prompt_echo", "refusal", "truncation"]
+__all__ = ["bare_label", "commentary", "copy", "formatting", "label_named", "prompt_echo", "refusal", "truncation"]
 
 # ----------------------------------------------------------------------------- prompt echo
 
@@ -139,6 +141,45 @@ def bare_label(new: str, original: str = "", labels: Sequence[str] = ()) -> str 
             continue
         if all(w in _LABEL_FILLER or w in key for w in words):
             return f'only the label "{label}"'
+    return None
+
+
+#: A labelling word just before a label name: "Sentiment: negative", "rated as positive".
+_LABEL_CUE = re.compile(r"\b(?:label(?:led|ed)?|sentiment|class(?:ified)?|rated|rating|verdict|category|tone)"
+                        r"\s*(?:as|is|was|:|=|-)?\s*[\"'“‘(\[*]?\s*$", re.IGNORECASE)
+_OPENERS = "\"'“‘([*"
+_CLOSERS = "\"'”’)]*"
+
+
+def label_named(new: str, original: str = "", labels: Sequence[str] = ()) -> str | None:
+    """The text names a label instead of expressing it: a label quoted or bracketed
+    ("a 'very negative' film", "(Positive)"), after a labelling word ("Sentiment: negative",
+    "rated as positive"), or a label name of several words ("very negative") written out. A
+    label the original names as often does not count, nor a label without a word of three
+    letters (numeric labels such as "1" are common words).
+
+    Examples
+    --------
+    >>> label_named("The plot is thin and the acting 'very negative'.", "The plot is rich.", ["very negative", "negative"])
+    'names the label "very negative"'
+    >>> label_named("A dull film. Sentiment: negative", "A fine film.", ["negative", "positive"])
+    'names the label "negative"'
+    >>> label_named("Nothing positive to say about this dull film.", "A fine film.", ["negative", "positive"]) is None
+    True
+    """
+    for label in sorted(labels, key=len, reverse=True):
+        words = _words(label)
+        if not any(len(w) >= 3 and w.isalpha() for w in words):
+            continue
+        phrase = re.compile(r"(?<!\w)" + r"[\s_-]+".join(map(re.escape, words)) + r"(?!\w)", re.IGNORECASE)
+        found = list(phrase.finditer(new))
+        if not found or len(found) <= len(phrase.findall(original)):
+            continue
+        for match in found:
+            before, after = new[: match.start()], new[match.end() :]
+            quoted = before[-1:] in _OPENERS and before[-1:] != "" and after[:1] in _CLOSERS and after[:1] != ""
+            if quoted or _LABEL_CUE.search(before[-40:]) or len(words) > 1:
+                return f'names the label "{label}"'
     return None
 
 

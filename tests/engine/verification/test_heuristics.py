@@ -21,7 +21,7 @@ from engine.verification.checks import CHECKS, Subject, run_checks
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "llm_outputs"
 LABELS = ["Negative", "Positive"]
-HEURISTIC = ("prompt-echo", "refusal", "bare-label", "commentary", "formatting", "truncation", "copy")
+HEURISTIC = ("prompt-echo", "refusal", "bare-label", "label-named", "commentary", "formatting", "truncation", "copy")
 
 
 def _heuristics(new: str, original: str, finish_reason: str | None = None) -> list[str]:
@@ -29,6 +29,7 @@ def _heuristics(new: str, original: str, finish_reason: str | None = None) -> li
         "prompt-echo": heuristics.prompt_echo(new, original),
         "refusal": heuristics.refusal(new, original),
         "bare-label": heuristics.bare_label(new, original, LABELS),
+        "label-named": heuristics.label_named(new, original, LABELS),
         "commentary": heuristics.commentary(new, original),
         "formatting": heuristics.formatting(new, original),
         "truncation": heuristics.truncation(new, original, finish_reason=finish_reason),
