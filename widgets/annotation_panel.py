@@ -37,6 +37,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from engine.verification.checks import label_judged
+
 __all__ = ["AnnotationPanel"]
 
 #: Strategies offered (registry names of engine.active.strategies).
@@ -55,7 +57,10 @@ def _verdict_summary(scores: dict[str, Any]) -> tuple[str, str]:
         return "not checked", ""
     if failed:
         return "✗ " + ", ".join(sorted(failed)), tip
-    return f"✓ {len(verdicts)} checks pass", tip
+    passed = sum(v.get("status") == "pass" for v in verdicts.values())
+    if not label_judged(verdicts):
+        return f"✓ {passed} checks pass · label not judged", tip + "\nNo ensemble or LLM judge read the label."
+    return f"✓ {passed} checks pass", tip
 
 
 class AnnotationPanel(QWidget):

@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from engine.verification.checks import CHECKS, TITLES
+from engine.verification.checks import CHECKS, TITLES, label_judged
 
 #: How each status is shown: mark, word, colour.
 STATUS_LOOK = {"pass": ("\u2714", "pass", "#1a6b1a"), "fail": ("\u2718", "fail", "#a40000"),
@@ -100,8 +100,10 @@ class VerificationView(QWidget):
         names = [n for n in CHECKS.names() if n in verdicts] + [n for n in verdicts if n not in CHECKS]
         failing = [n for n in names if verdicts[n].get("status") == "fail" and n in required]
         if scores.get("passes"):
+            unjudged = "" if label_judged(verdicts) else (
+                " · <span style='color:#8a5a00'>label not judged: no ensemble or LLM judge read it</span>")
             self.summary.setText("<span style='color:#1a6b1a'><b>Passes the accept rule</b></span>"
-                                 f" · {sum(v.get('status') == 'pass' for v in verdicts.values())} checks pass")
+                                 f" · {sum(v.get('status') == 'pass' for v in verdicts.values())} checks pass{unjudged}")
         else:
             held = ", ".join(TITLES.get(n, n) for n in failing) or "the target probability"
             self.summary.setText(f"<span style='color:#a40000'><b>Held back</b></span> by: {held}")

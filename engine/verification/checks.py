@@ -43,7 +43,7 @@ class CandidateFilter(Protocol):
 
     min_member_prob: float
 
-__all__ = ["CHECKS", "UnknownCheckError", "Subject", "Verdict", "run_checks"]
+__all__ = ["CHECKS", "LABEL_CHECKS", "UnknownCheckError", "Subject", "Verdict", "label_judged", "run_checks"]
 
 PASS, FAIL, SKIP = "pass", "fail", "skip"
 
@@ -257,6 +257,22 @@ def llm_judge(subject: Subject, criteria: CandidateFilter) -> Verdict:
     if label == subject.target:
         return Verdict(PASS, f"reads as {label}")
     return Verdict(FAIL, f"reads as {label}, not {subject.target}")
+
+
+#: Checks that read the label the text expresses (a model or an LLM judge); the rest read its form.
+LABEL_CHECKS = ("label-flip", "soft-flip", "member-agreement", "llm-judge")
+
+
+def label_judged(verdicts: Mapping[str, Any]) -> bool:
+    """Whether any check that reads the expressed label gave a verdict (not all skipped or absent).
+
+    A candidate that passes only the form checks (no echo, no refusal, ...) has not been shown to
+    express its target label; the GUI says "label not judged" instead of a bare pass.
+    """
+    def status(v: Any) -> str:
+        return str(v.get("status") if isinstance(v, Mapping) else getattr(v, "status", ""))
+
+    return any(status(verdicts[name]) in ("pass", "fail") for name in LABEL_CHECKS if name in verdicts)
 
 
 def run_checks(subject: Subject, criteria: CandidateFilter, names: Sequence[str] | None = None) -> dict[str, Verdict]:

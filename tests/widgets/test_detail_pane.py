@@ -75,3 +75,15 @@ def test_pair_example(qtbot):
 def test_contrast_text_color():
     assert contrast_text_color(label_color(6)).name() == "#000000"  # yellow
     assert contrast_text_color(label_color(0)).name() == "#ffffff"  # blue
+
+
+def test_annotation_verdict_summary_says_when_the_label_was_not_judged():
+    from widgets.annotation_panel import _verdict_summary
+
+    form_only = {"verdicts": {"refusal": {"status": "pass"}, "copy": {"status": "pass"},
+                              "label-flip": {"status": "skip", "reason": "no ensemble"}}}
+    text, tip = _verdict_summary(form_only)
+    assert text == "✓ 2 checks pass · label not judged" and "No ensemble" in tip
+    judged = {"verdicts": {**form_only["verdicts"], "label-flip": {"status": "pass"}}}
+    assert _verdict_summary(judged)[0] == "✓ 3 checks pass"
+    assert _verdict_summary({"verdicts": {**judged["verdicts"], "copy": {"status": "fail"}}})[0] == "✗ copy"

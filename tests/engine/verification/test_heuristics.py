@@ -143,3 +143,27 @@ def test_checks_turn_heuristics_into_verdicts():
 def test_the_doctests_hold():
     for module in (heuristics, checks):
         assert doctest.testmod(module).failed == 0
+
+
+def test_label_judged_needs_a_check_that_reads_the_label():
+    from engine.verification.checks import label_judged
+
+    form_only = {"refusal": {"status": "pass"}, "copy": {"status": "pass"}, "label-flip": {"status": "skip"},
+                 "llm-judge": {"status": "skip"}}
+    assert not label_judged(form_only)
+    assert label_judged({**form_only, "label-flip": {"status": "fail"}})
+    assert label_judged({**form_only, "llm-judge": {"status": "pass"}})
+    assert not label_judged({})
+
+
+@pytest.mark.parametrize(("new", "original", "labels", "named"), [
+    ("The acting is 'very negative' and the plot thin.", "The acting is fine.", ["very negative", "negative"], True),
+    ("A dull, slow film (negative).", "A fine film.", ["negative", "positive"], True),
+    ("Dull and slow. Rated as negative.", "A fine film.", ["negative", "positive"], True),
+    ("The entailment holds: a man sleeps.", "A man runs.", ["entailment", "contradiction"], False),
+    ("I have nothing positive to say about it.", "A fine film.", ["negative", "positive"], False),
+    ("The reviews were very negative at first.", "The reviews were very negative at first!", ["very negative"], False),
+    ("I rated it 1 out of 10.", "I rated it 9 out of 10.", ["1", "2"], False),
+])
+def test_label_named(new, original, labels, named):
+    assert (heuristics.label_named(new, original, labels) is not None) is named
