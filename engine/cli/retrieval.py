@@ -182,8 +182,21 @@ def _add_retrieve(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--label", help="the label of the --text queries")
     p.add_argument("--target", help="--text queries: only excerpts with this label")
     p.add_argument("-k", type=int, default=5, help="excerpts per query (default 5)")
+    p.add_argument("--diversity", type=float, default=0.0,
+                   help="0 (default): the k nearest; up to 1: pick them by maximal marginal relevance (fewer "
+                        "near-duplicates)")
     _index_options(p)
     p.set_defaults(run=_run_retrieve)
+
+
+def _check_k_and_diversity(args: argparse.Namespace) -> None:
+    from engine.retrieval.errors import RetrievalError
+
+    if args.k < 1:
+        raise RetrievalError(f"-k {args.k} is not positive.", "Use -k 1 or more.")
+    if not 0.0 <= args.diversity <= 1.0:
+        raise RetrievalError(f"--diversity {args.diversity:g} is outside [0, 1].",
+                             "Use 0 for the nearest excerpts, up to 1 for the most varied.")
 
 
 def _run_retrieve(args: argparse.Namespace, progress: StderrProgress, cancel: CancelToken) -> int:
@@ -198,15 +211,14 @@ def _run_retrieve(args: argparse.Namespace, progress: StderrProgress, cancel: Ca
         raise RetrievalError("Give either --dataset or --text queries.", "Use one of the two.")
     if args.text and not args.label:
         raise RetrievalError("--text needs --label (the query's label).", "Add --label LABEL.")
-    if args.k < 1:
-        raise RetrievalError(f"-k {args.k} is not positive.", "Use -k 1 or more.")
+    _check_k_and_diversity(args)
     params = _kind_params(args)
     with Project.open(args.project) as project:
         encoder_name, encoder_options = _encoder_args(args, project)
         retriever = open_retriever(project, args.name, args.model, encoder=encoder_name,
                                    encoder_options=encoder_options, kind=args.kind, params=params)
         if args.text:
-            hits = retriever.search(args.text, [args.label] * len(args.text), k=args.k,
+            hits = retriever.search(args.text, [args.label] * len(args.text), k=args.k, diversity=args.diversity,
                                     targets=[args.target] * len(args.text) if args.target else None, cancel=cancel)
             results = [{"query": q, "query_label": args.label, "hits": [h.to_dict() for h in found],
                         "keywords": extract_keywords([h.text for h in found], exclude=q)}
@@ -216,10 +228,11 @@ def _run_retrieve(args: argparse.Namespace, progress: StderrProgress, cancel: Ca
             ids = selected_example_ids(project, dataset, args)
             with recorded_run(project, "retrieve", dataset.id, {"corpus": args.name, "model": args.model, "k": args.k,
                                                                 "per_sentence": args.per_sentence,
+                                                                "diversity": args.diversity,
                                                                 "index": retriever.index.key,
                                                                 "search": retriever.index.search}) as run:
                 done = retrieve_for_examples(project, retriever, ids, k=args.k, per_sentence=args.per_sentence,
-                                             field=args.field, run_id=run.id, progress=progress, cancel=cancel)
+                                             field=args.field, diversity=args.diversity, run_id=run.id, progress=progress, cancel=cancel)
                 run.result = {"computed": done.computed, "skipped": done.skipped, "settings_key": done.settings_key}
             results = done.results
     if args.json:
@@ -252,6 +265,8 @@ def _add_core(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--member", help="the member that labelled the corpus")
     p.add_argument("--llm-only", action="store_true", help="no retrieval: the LLM-only baseline (method llm)")
     p.add_argument("-k", type=int, default=5, help="excerpts retrieved per query (default 5)")
+    p.add_argument("--diversity", type=float, default=0.3,
+                   help="maximal-marginal-relevance weight picking the k excerpts (default 0.3; 0: the k nearest)")
     p.add_argument("--per-text", action="store_true", help="one query per text (default: one per sentence)")
     p.add_argument("--keywords", type=int, default=8, help="keywords offered per edit (default 8)")
     p.add_argument("--targets", default="other", help="other (default), each, or comma-separated label names")
@@ -271,8 +286,7 @@ def _run_core(args: argparse.Namespace, progress: StderrProgress, cancel: Cancel
     if not args.llm_only and not (args.corpus and args.member):
         raise RetrievalError("CORE needs --corpus and --member (the member that labelled the corpus).",
                              "Add them, or use --llm-only for the baseline without retrieval.")
-    if args.k < 1:
-        raise RetrievalError(f"-k {args.k} is not positive.", "Use -k 1 or more.")
+    _check_k_and_diversity(args)
     settings = GuidedSettings(method="llm" if args.llm_only else "core", max_keywords=args.keywords,
                               targets=args.targets, temperature=args.temperature, seed=args.seed,
                               max_tokens=args.max_tokens)
@@ -291,7 +305,8 @@ def _run_core(args: argparse.Namespace, progress: StderrProgress, cancel: Cancel
                                           per_sentence=not args.per_text,
                                           encoder="trained" if args.retriever else args.encoder,
                                           kind=args.kind, params=_kind_params(args) or None,
-                                          max_length=args.max_length, retriever=args.retriever)
+                                          max_length=args.max_length, retriever=args.retriever,
+                                          diversity=args.diversity)
             done = core_edit(project, dataset.id, ids, config, retrieval, settings=settings, judge=judge,
                              progress=progress, cancel=cancel)
             summary = done.summary()

@@ -46,6 +46,10 @@ class RetrievalSettings:
         The index to search (see :func:`engine.retrieval.retrieve.open_retriever`).
     max_length
         Token limit of the query encoder (as the index was built with).
+    diversity
+        Maximal-marginal-relevance weight when picking the ``k`` excerpts (0: the ``k`` nearest;
+        default 0.3: near-duplicate excerpts give way to others, so the keywords cover more ways
+        of expressing the target label; see :meth:`engine.retrieval.retrieve.Retriever.search`).
     retriever
         A retriever trained with :func:`engine.retrieval.dpr.train_retriever` (its name in the project):
         the index built with it is searched (``encoder`` is then ``"trained"``).
@@ -60,13 +64,15 @@ class RetrievalSettings:
     params: Mapping[str, Any] | None = None
     max_length: int = 64
     retriever: str | None = None
+    diversity: float = 0.3
 
     def describe(self) -> str:
         """A short stable text of these settings (part of the candidates' settings key)."""
         params = ",".join(f"{k}={v}" for k, v in sorted((self.params or {}).items()))
         return (f"{self.corpus}/{self.model}/k{self.k}/{'sent' if self.per_sentence else 'text'}/"
                 f"{self.encoder}-len{self.max_length}/{self.kind}{'/' + params if params else ''}"
-                + (f"/retriever={self.retriever}" if self.retriever else ""))
+                + (f"/retriever={self.retriever}" if self.retriever else "")
+                + (f"/mmr={self.diversity:g}" if self.diversity > 0 else ""))
 
 
 @dataclass
@@ -212,10 +218,10 @@ def core_edit(
                                params=dict(retrieval.params) if retrieval.params else None)
     params = {"corpus": retrieval.corpus, "model": retrieval.model, "k": retrieval.k,
               "per_sentence": retrieval.per_sentence, "index": retriever.index.key,
-              "search": retriever.index.search}
+              "search": retriever.index.search, "diversity": retrieval.diversity}
     with recorded_run(project, "retrieve", dataset.id, params) as run:
         done = retrieve_for_examples(project, retriever, ids, k=retrieval.k, per_sentence=retrieval.per_sentence,
-                                     run_id=run.id, progress=scaled(progress, 0.0, 0.25), cancel=token)
+                                     diversity=retrieval.diversity, run_id=run.id, progress=scaled(progress, 0.0, 0.25), cancel=token)
         run.result = {"computed": done.computed, "skipped": done.skipped, "settings_key": done.settings_key}
     result.retrieved, result.retrieval_skipped = done.computed, done.skipped
     examples = {int(r["id"]): dict(r) for r in project.examples(ids)}

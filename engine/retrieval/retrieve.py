@@ -8,6 +8,12 @@ that is the query itself; queries left with fewer than ``k`` ask again with four
 neighbours, until ``k`` are found or the index has no more to give (all rows, or the lists an IVF
 search probes). Same-label excerpts are never returned.
 
+With ``diversity`` > 0 the ``k`` excerpts are chosen from the eligible neighbours by maximal
+marginal relevance (Carbonell & Goldstein 1998): each next excerpt maximises
+``(1 - diversity) · sim(query, e) - diversity · max sim(e, chosen)``, so that near-duplicates
+("This movie was awful." / "This film was awful.") do not fill the list and the keywords the
+editor gets cover more than one way of expressing the label.
+
 :func:`retrieve_for_examples` runs it over examples of a dataset (whole texts, or each sentence)
 as a job: progress, cancel, and each result stored in ``retrievals`` as it is produced, so a rerun
 with the same settings skips what is stored.
@@ -26,7 +32,7 @@ import numpy as np
 
 from engine.progress import CancelToken, ProgressFn, ensure_token, no_progress
 from engine.retrieval.corpus import CorpusLabels, corpus_labels, get_corpus, sentence_hash, sentences_at
-from engine.retrieval.encoders import encode_queries
+from engine.retrieval.encoders import encode_queries, normalise_rows
 from engine.retrieval.errors import LabelSpaceError
 from engine.retrieval.keywords import extract_keywords
 from engine.store.schema import now
@@ -89,6 +95,7 @@ class Retriever:
         self.encoder = encoder
         self.labels = labels
         self._label_index = {name: i for i, name in enumerate(labels.labels)}
+        self._vectors: np.ndarray | None = None
 
     @property
     def settings_key(self) -> str:
@@ -117,6 +124,7 @@ class Retriever:
         k: int = 5,
         targets: Sequence[str | None] | None = None,
         over_fetch: int = 4,
+        diversity: float = 0.0,
         cancel: CancelToken | None = None,
     ) -> list[list[Hit]]:
         """The ``k`` nearest excerpts of another label for each query.
@@ -133,6 +141,11 @@ class Retriever:
             Per query, a label the excerpts must have (``None``: any label but the query's).
         over_fetch
             Neighbours asked for per wanted excerpt in the first search.
+        diversity
+            0 (default): the ``k`` nearest. Above 0 (at most 1): the ``k`` are picked by maximal
+            marginal relevance among the eligible neighbours (at least ``4 k`` of them are
+            fetched), trading closeness to the query for difference from the excerpts already
+            picked.
         cancel
             Checked between searches.
 
@@ -152,7 +165,10 @@ class Retriever:
         query_hashes = [sentence_hash(q) for q in queries]
         found: list[list[tuple[int, float]]] = [[] for _ in queries]
         pending = list(range(len(queries)))
-        fetch = max(1, k * max(1, over_fetch))
+        if not 0.0 <= diversity <= 1.0:
+            raise ValueError("diversity must lie in [0, 1]")
+        pool = k if diversity <= 0 else 4 * k  # eligible neighbours to choose the k from
+        fetch = max(1, pool * max(1, over_fetch))
         rows = self.index.rows
         while pending:
             cancel.raise_if_cancelled()
@@ -167,14 +183,47 @@ class Retriever:
                     if label == own[q] or (want[q] >= 0 and label != want[q]):
                         continue
                     picked.append((position, score))
-                picked = self._without_query(picked, query_hashes[q], k)
-                found[q] = picked[:k]
+                picked = self._without_query(picked, query_hashes[q], pool)
+                found[q] = picked[:pool]
                 exhausted = fetch >= rows or len(candidates) < fetch
-                if len(found[q]) < k and not exhausted:
+                if len(found[q]) < pool and not exhausted:
                     still.append(q)
             pending = still
             fetch *= 4
+        if diversity > 0:
+            found = [self._mmr(vectors[q], hits, k, diversity) for q, hits in enumerate(found)]
         return [[self._hit(position, score) for position, score in hits] for hits in found]
+
+    def _excerpt_vectors(self, positions: Sequence[int]) -> np.ndarray:
+        """Unit vectors of the excerpts at ``positions`` (from the stored embeddings, memory-mapped)."""
+        if self._vectors is None:
+            from engine.retrieval.vectors import open_vectors
+
+            self._vectors = open_vectors(self.project, self.corpus.name, self.encoder.key).vectors
+        order = np.argsort(positions)
+        rows = np.asarray(self._vectors[np.asarray(positions)[order]], dtype=np.float32)
+        out = np.empty_like(rows)
+        out[order] = rows
+        return normalise_rows(out)
+
+    def _mmr(self, query: np.ndarray, hits: list[tuple[int, float]], k: int,
+             diversity: float) -> list[tuple[int, float]]:
+        """``k`` of ``hits`` by maximal marginal relevance (scores stay the index's)."""
+        if len(hits) <= 1:
+            return hits[:k]
+        vectors = self._excerpt_vectors([p for p, _ in hits])
+        relevance = vectors @ normalise_rows(np.asarray(query, dtype=np.float32)[None, :])[0]
+        chosen: list[int] = []
+        closest = np.full(len(hits), -np.inf, dtype=np.float32)  # max similarity to a chosen excerpt
+        left = list(range(len(hits)))
+        while left and len(chosen) < k:
+            penalty = np.where(np.isfinite(closest[left]), closest[left], 0.0)
+            gain = (1.0 - diversity) * relevance[left] - diversity * penalty
+            best = left[int(np.argmax(gain))]
+            chosen.append(best)
+            left.remove(best)
+            closest = np.maximum(closest, vectors @ vectors[best])
+        return [hits[i] for i in chosen]
 
     def _without_query(self, picked: list[tuple[int, float]], query_hash: str, k: int) -> list[tuple[int, float]]:
         """``picked`` without excerpts that are the query itself (checked on the first k + a few only)."""
@@ -250,6 +299,7 @@ def retrieve_for_examples(
     field: str = "text",
     max_keywords: int | None = 20,
     batch: int = 64,
+    diversity: float = 0.0,
     run_id: int | None = None,
     progress: ProgressFn = no_progress,
     cancel: CancelToken | None = None,
@@ -271,13 +321,16 @@ def retrieve_for_examples(
         Keywords kept per query.
     batch
         Queries per search.
+    diversity
+        Maximal-marginal-relevance weight of :meth:`Retriever.search` (0: the nearest; part of
+        the stored results' key).
     run_id
         The ``runs`` row the results belong to.
     progress, cancel
         Reported and checked per batch.
     """
     cancel = ensure_token(cancel)
-    key = f"{retriever.settings_key}-k{k}"
+    key = f"{retriever.settings_key}-k{k}" + (f"-mmr{diversity:g}" if diversity > 0 else "")
     queries = _queries(project, example_ids, field, per_sentence)
     done = {(int(r[0]), int(r[1])) for r in project.db.execute(
         "SELECT example_id, sentence_index FROM retrievals WHERE corpus_id = ? AND settings_key = ?",
@@ -289,7 +342,8 @@ def retrieve_for_examples(
     for start in range(0, len(todo), batch):
         cancel.raise_if_cancelled()
         chunk = todo[start : start + batch]
-        hits = retriever.search([q["query"] for q in chunk], [q["label"] for q in chunk], k=k, cancel=cancel)
+        hits = retriever.search([q["query"] for q in chunk], [q["label"] for q in chunk], k=k, diversity=diversity,
+                                cancel=cancel)
         rows = []
         for q, found in zip(chunk, hits, strict=True):
             words = extract_keywords([h.text for h in found], exclude=q["query"], max_words=max_keywords)

@@ -28,6 +28,10 @@ def test_corpus_index_retrieve(labelled_project, tmp_path, capsys):
     result = json.loads(capsys.readouterr().out)[0]
     assert len(result["hits"]) == 4 and all(h["label"] == "Positive" for h in result["hits"])
     assert result["keywords"]
+    assert main(["-q", "retrieve", path, "imdb", "--model", "judge", "--kind", "flat", "--text", "A tedious film.",
+                 "--label", "Negative", "-k", "4", "--diversity", "0.6", "--json"]) == 0
+    varied = json.loads(capsys.readouterr().out)[0]
+    assert len(varied["hits"]) == 4 and varied["hits"][0] == result["hits"][0]
     assert main(["-q", "retrieve", path, "imdb", "--model", "judge", "--kind", "flat", "--dataset", "cad",
                  "--limit", "2", "--per-sentence"]) == 0
     assert "keywords:" in capsys.readouterr().out
@@ -47,6 +51,8 @@ def test_user_errors_exit_3_with_codes(labelled_project, capsys):
          "CB961"),                                                                     # index not built
         (["retrieve", path, "imdb", "--model", "judge", "--kind", "flat", "--text", "x", "--label", "meh"],
          "CB957"),                                                                     # foreign label
+        (["retrieve", path, "imdb", "--model", "judge", "--text", "x", "--label", "Positive", "--diversity", "2"],
+         "CB950"),                                                                     # diversity outside [0, 1]
     ]
     for argv, code in cases:
         assert main(["-q", *argv]) == 3, argv

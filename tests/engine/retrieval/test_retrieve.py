@@ -101,3 +101,28 @@ def test_labelling_resumes_after_cancel(labelled_project, tmp_path):
     rest = label_corpus(labelled_project, "imdb", "judge", chunk=2)
     assert rest.labelled_now == 4                     # the first chunk of two was kept
     assert len(corpus_labels(labelled_project, "imdb", "judge").index) == rest.total
+
+
+def _mean_pairwise(vectors: np.ndarray) -> float:
+    sims = vectors @ vectors.T
+    n = len(vectors)
+    return float((sims.sum() - np.trace(sims)) / (n * (n - 1)))
+
+
+def test_diversity_picks_less_similar_excerpts_of_the_other_label(labelled_project, imdb_vectors):
+    """Maximal marginal relevance: same first excerpt, never the query's label, less alike on average."""
+    retriever = open_retriever(labelled_project, "imdb", "judge", kind="flat")
+    texts, own = [q for q, _ in QUERIES], [label for _, label in QUERIES]
+    nearest = retriever.search(texts, own, k=5)
+    varied = retriever.search(texts, own, k=5, diversity=0.5)
+    alike = {"nearest": [], "varied": []}
+    for label, near, var in zip(own, nearest, varied, strict=True):
+        assert len(var) == len(near) == 5 and all(h.label != label for h in var)
+        assert var[0].position == near[0].position            # the most relevant is always picked first
+        assert len({h.position for h in var}) == 5
+        alike["nearest"].append(_mean_pairwise(imdb_vectors[[h.position for h in near]]))
+        alike["varied"].append(_mean_pairwise(imdb_vectors[[h.position for h in var]]))
+    assert np.mean(alike["varied"]) < np.mean(alike["nearest"])
+    assert retriever.search(texts, own, k=5, diversity=0.0) == nearest
+    with pytest.raises(ValueError):
+        retriever.search(texts, own, k=5, diversity=1.5)
