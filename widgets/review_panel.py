@@ -218,6 +218,8 @@ class ReviewPanel(QWidget):
     """Build the augmented dataset from the accepted candidates."""
 
     llmSettingsRequested = Signal()
+    #: The user asked to import, label or index a corpus for CORE.
+    corpusRequested = Signal()
     """Open the LLM settings dialog."""
 
     decisionRequested = Signal(str)
@@ -244,8 +246,11 @@ class ReviewPanel(QWidget):
                                "words. LLM-only: the same minimal edit without retrieval (the baseline).")
         self.corpus = QComboBox()
         self.corpus.setObjectName("generationCorpus")
-        self.corpus.setToolTip("The corpus to retrieve from (import and index it with 'counterbias corpus' and "
-                               "'counterbias index')")
+        self.corpus.setToolTip("The corpus to retrieve from (Corpus… imports, labels and indexes one)")
+        self.corpus_button = QPushButton("Corpus…")
+        self.corpus_button.setObjectName("generationCorpusButton")
+        self.corpus_button.setToolTip("Add a text collection as a corpus, label it with a member, embed and index it")
+        self.corpus_button.clicked.connect(self.corpusRequested)
         self.member = QComboBox()
         self.member.setObjectName("generationMember")
         self.member.setToolTip("The member that labelled the corpus")
@@ -262,7 +267,7 @@ class ReviewPanel(QWidget):
         self.tokens_label.setWordWrap(True)
         self.tokens_label.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         top = QHBoxLayout()
-        for w in (self.method, self.corpus, self.member, self.generate_selection, self.generate_all,
+        for w in (self.method, self.corpus, self.member, self.corpus_button, self.generate_selection, self.generate_all,
                   self.augment_button, self.llm_button):
             top.addWidget(w)
         self._method_changed()
@@ -384,7 +389,7 @@ class ReviewPanel(QWidget):
         return self.scope.currentData() == "dataset"
 
     def set_busy(self, busy: bool) -> None:
-        for b in (self.generate_selection, self.generate_all, self.augment_button):
+        for b in (self.generate_selection, self.generate_all, self.augment_button, self.corpus_button):
             b.setEnabled(not busy)
 
     def generation_method(self) -> str:
@@ -403,6 +408,12 @@ class ReviewPanel(QWidget):
                 combo.setCurrentText(keep)
             combo.blockSignals(False)
 
+    def select_corpus(self, name: str, member: str) -> None:
+        """Choose ``name`` and ``member`` for CORE (after they were prepared)."""
+        for combo, text in ((self.corpus, name), (self.member, member)):
+            if combo.findText(text) >= 0:
+                combo.setCurrentText(text)
+
     def core_choice(self) -> tuple[str | None, str | None]:
         """The chosen corpus and labelling member (``None`` when there is none)."""
         return (self.corpus.currentText() if self.corpus.isEnabled() else None,
@@ -412,6 +423,7 @@ class ReviewPanel(QWidget):
         core = self.generation_method() == "core"
         self.corpus.setVisible(core)
         self.member.setVisible(core)
+        self.corpus_button.setVisible(core)
 
     def set_llm_summary(self, text: str) -> None:
         self.llm_label.setText(text)

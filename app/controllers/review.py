@@ -104,6 +104,7 @@ class ReviewController(PanelController):
         panel.generateRequested.connect(self.generate)
         panel.augmentRequested.connect(self.build_augmented)
         panel.llmSettingsRequested.connect(self.open_llm_dialog)
+        panel.corpusRequested.connect(self.open_corpus_dialog)
         panel.decisionRequested.connect(self.decide)
         panel.verification.verifyRequested.connect(self.verify)
         panel.triples.triplesEdited.connect(self.save_triples)
@@ -198,6 +199,48 @@ class ReviewController(PanelController):
             self.panel.set_core_sources([], [])
             return
         self.panel.set_core_sources([c.name for c in list_corpora(project)], [m.name for m in list_models(project)])
+
+    def open_corpus_dialog(self) -> Job | None:
+        """Ask for a file, corpus name and labelling member, then prepare the corpus as one job."""
+        from engine.models.store import list_models
+        from engine.retrieval.corpus import list_corpora
+        from widgets.corpus_dialog import CorpusDialog
+
+        project = self.session.project
+        if project is None:
+            return None
+        dialog = CorpusDialog([c.name for c in list_corpora(project)], [m.name for m in list_models(project)],
+                              str(self.session.settings.get("last_dir") or ""), self.panel)
+        if dialog.exec() != CorpusDialog.DialogCode.Accepted:
+            return None
+        return self.prepare_corpus(dialog.request())
+
+    def prepare_corpus(self, request: Any) -> Job | None:
+        """Run :func:`engine.retrieval.prepare.prepare_corpus` for a :class:`~widgets.corpus_dialog.CorpusRequest`."""
+        from engine.retrieval.prepare import prepare_corpus
+
+        project = self.session.project
+        if project is None:
+            return None
+        job = self.jobs.start(prepare_corpus, project, request.name, path=request.path, member=request.member,
+                              index_kind=request.kind, kind="corpus",
+                              title=f"Corpus {request.name!r}: "
+                                    f"{'import, ' if request.path else ''}label with {request.member}, index")
+        self.panel.set_busy(True)
+        self.panel.set_message(f"Preparing corpus {request.name!r}…")
+
+        def done(result: Any) -> None:
+            self.panel.set_busy(False)
+            self.refresh_core_sources()
+            self.panel.select_corpus(request.name, request.member)
+            self.panel.set_message(f"Ready for CORE: {result.summary()}.")
+
+        job.on_finished(done)
+        job.on_failed(lambda exc, tb: (self.panel.set_busy(False),
+                                       self.panel.set_message(f"Corpus preparation failed: {exc}")))
+        job.on_cancelled(lambda: (self.panel.set_busy(False), self.refresh_core_sources(), self.panel.set_message(
+            "Cancelled; what was imported, labelled and embedded is kept, and Corpus… resumes it.")))
+        return job
 
     def example_selected(self, row: dict | None = None) -> None:
         """The session's example changed: show its triples if the panel is visible."""
@@ -492,8 +535,9 @@ class ReviewController(PanelController):
             if not corpus or not member:
                 self.show_error(RetrievalError(
                     "CORE needs a corpus labelled by a member and indexed.",
-                    "Import one with 'counterbias corpus PROJECT NAME FILE --label-with MEMBER', then "
-                    "'counterbias index PROJECT NAME', and choose it here."))
+                    "Press Corpus… beside the corpus box: it adds a text collection, labels it with a member and "
+                    "indexes it (the CLI: 'counterbias corpus PROJECT NAME FILE --label-with MEMBER', then "
+                    "'counterbias index PROJECT NAME')."))
                 return None
             job = self.jobs.start(core_edit, project, dataset.id, ids, config,
                                   RetrievalSettings(corpus=corpus, model=member), judge=judge, kind="generate",

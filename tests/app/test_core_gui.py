@@ -63,3 +63,51 @@ def test_core_generation_from_the_review_tab(qtbot, tmp_path, labelled_template)
         win.jobs.wait_for_done(60_000)
         win.close()
         server.close()
+
+
+def test_corpus_dialog_prepares_a_corpus_as_one_job(qtbot, tmp_path, labelled_template, monkeypatch):  # noqa: F811
+    """Corpus… in the Counterbias tab: a file added, labelled by a member and indexed as one job; then chosen."""
+    need_faiss()
+    from widgets.corpus_dialog import CorpusDialog
+
+    src = labelled_template
+    shutil.copy2(src, tmp_path / src.name)
+    shutil.copytree(src.with_name(src.stem + "_files"), tmp_path / (src.stem + "_files"))
+    reviews = tmp_path / "more_reviews.txt"
+    reviews.write_text("A delightful, clever comedy. I smiled throughout.\nClumsy and dull. A chore to sit through.\n",
+                       encoding="utf-8")
+    win = MainWindow(Settings())
+    qtbot.addWidget(win)
+    win.show()
+    try:
+        assert win.open_project(tmp_path / src.name)
+        win.select_dataset(win.session.project.dataset("cad").id)
+        panel = win.review_panel
+        panel.method.setCurrentIndex(panel.method.findData("core"))
+        assert panel.corpus_button.isVisibleTo(panel)
+        # the dialog's own checks
+        dialog = CorpusDialog(["imdb"], ["judge"])
+        qtbot.addWidget(dialog)
+        dialog.name.setEditText("new-one")
+        assert "choose a file" in dialog.problem_text()
+        dialog.name.setEditText("imdb")
+        assert dialog.problem_text() == ""                      # an existing corpus: relabel/reindex only
+        dialog.path.setText(str(tmp_path / "missing.txt"))
+        assert "no file" in dialog.problem_text()
+        assert "Train a member" in CorpusDialog([], []).problem_text()
+
+        def accept_with_file(self):
+            self.path.setText(str(reviews))
+            self.name.setEditText("mine")
+            self.kind.setCurrentIndex(self.kind.findData("flat"))
+            return CorpusDialog.DialogCode.Accepted
+
+        monkeypatch.setattr(CorpusDialog, "exec", accept_with_file)
+        with qtbot.waitSignal(win.jobs.done, timeout=120_000):
+            panel.corpus_button.click()
+        assert panel.corpus.currentText() == "mine" and panel.member.currentText() == "judge"
+        assert "Ready for CORE" in panel.message.text() and "4 sentences" in panel.message.text()
+        assert panel.corpus_button.isEnabled()
+    finally:
+        win.jobs.wait_for_done(60_000)
+        win.close()
