@@ -122,21 +122,54 @@ def parse_phrases(answer: str, pattern: str, matcher: Matcher, limit: int = 20) 
     return phrases[:limit], False
 
 
+#: Matched spans longer than this (in words) are hard for a small model to keep word for word in a
+#: phrase; a ``*`` gap in a long review can stretch a two-element pattern over a paragraph.
+SHORT_SPAN_WORDS = 12
+#: A stored pattern whose F1 lies within this of the best matching one may be chosen for being simpler.
+F1_MARGIN = 0.1
+
+
+def _complexity(pattern: str) -> int:
+    """Elements and alternatives of a pattern (``*`` gaps not counted)."""
+    return sum(1 for part in re.split(r"[+|]", pattern) if part.strip() and part.strip() != "*")
+
+
 def patterns_for(project: Project, dataset_id: int, examples: Mapping[int, Mapping[str, Any]],
                  matcher: Matcher) -> dict[int, tuple[str, str]]:
-    """``{example id: (pattern, matched span)}``: the best stored pattern of its label that matches it."""
+    """``{example id: (pattern, matched span)}``: a stored pattern of its label that matches it.
+
+    The analyst's own pattern wins when it matches. Among synthesized ones, those whose F1 lies
+    within :data:`F1_MARGIN` of the best matching pattern are candidates, and the one with a
+    short matched span (at most :data:`SHORT_SPAN_WORDS` words), then the fewest elements and
+    alternatives, then the best F1 is chosen: a long review otherwise gets a pattern whose match
+    spans many words, which the LLM must rewrite around and rarely keeps (VT filter benchmark).
+    """
     from engine.patterns.store import load_patterns
 
-    by_label: dict[str, list[str]] = {}
+    by_label: dict[str, list[Any]] = {}
     for p in load_patterns(project, dataset_id):
-        by_label.setdefault(p.label, []).append(p.pattern)
+        by_label.setdefault(p.label, []).append(p)
     out = {}
     for i, row in examples.items():
-        for pattern in by_label.get(str(row["label"]), []):
-            hit = matcher.find(pattern, str(row["text"] or ""))
-            if hit is not None:
-                out[i] = (pattern, hit.text)
+        text = str(row["text"] or "")
+        found = []
+        for rank, stored in enumerate(by_label.get(str(row["label"]), [])):
+            hit = matcher.find(stored.pattern, text)
+            if hit is None:
+                continue
+            if stored.source != "synthesized":
+                found = [(rank, stored, hit)]
                 break
+            found.append((rank, stored, hit))
+        if not found:
+            continue
+        if found[0][1].source == "synthesized":
+            best = max((f[1].f1 or 0.0) for f in found)
+            near = [f for f in found if (f[1].f1 or 0.0) >= best - F1_MARGIN]
+            found.sort(key=lambda f: (f not in near, len(f[2].text.split()) > SHORT_SPAN_WORDS,
+                                      _complexity(f[1].pattern), -(f[1].f1 or 0.0), f[0]))
+        _rank, stored, hit = found[0]
+        out[i] = (stored.pattern, hit.text)
     return out
 
 

@@ -118,3 +118,27 @@ def test_cli_vt_generate(project, stub, capsys):
                  "http://127.0.0.1:9/v1", "--pattern", "[waiter]+AUX+ADJ", "--seed", "99"]) == 3
     err = capsys.readouterr().err
     assert "CB971" in err and "Traceback" not in err
+
+
+def test_a_short_simple_pattern_is_chosen_over_a_long_match_of_about_the_same_f1(project):
+    """A long review: a '*' pattern spans most of it; a two-element pattern of almost the same F1 matches
+    five words. The short one is the one the LLM is asked to keep; a much weaker one is never preferred."""
+    from engine.counterbias.variation import patterns_for
+    from engine.patterns.match import Matcher
+
+    ds = project.datasets()[0]
+    long_review = ("The waiter greeted us warmly and then, after a very long wait in which the kitchen seemed to "
+                   "forget us and nobody came by, the food finally arrived cold and the waiter was rude.")
+    store_patterns(project, ds.id, [
+        ScoredPattern("[greet]+*+[rude]", "food", 0.9, 0.9, 0.95, 2, 2),          # best F1, spans ~30 words
+        ScoredPattern("[waiter]+AUX+[rude]", "food", 0.9, 0.85, 0.9, 2, 2),         # short span, 3 elements
+        ScoredPattern("[waiter]+AUX", "food", 0.5, 0.5, 0.5, 2, 1),                 # simpler, far weaker
+    ])
+    chosen = patterns_for(project, ds.id, {1: {"text": long_review, "label": "food"}}, Matcher(soft="forms"))
+    pattern, span = chosen[1]
+    assert pattern == "[waiter]+AUX+[rude]" and span == "waiter was rude"
+    # the analyst's own pattern wins whenever it matches
+    store_patterns(project, ds.id, [ScoredPattern("[greet]+*+[warmly]", "food", 0.7, 0.7, 0.7, 1, 1)],
+                   source="analyst")
+    assert patterns_for(project, ds.id, {1: {"text": long_review, "label": "food"}},
+                        Matcher(soft="forms"))[1][0] == "[greet]+*+[warmly]"
