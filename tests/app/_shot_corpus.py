@@ -5,13 +5,11 @@
 """
 
 import os
-import shutil
 from pathlib import Path
 
 from PySide6.QtCore import QTimer
 
-from app.main_window import MainWindow
-from app.settings import Settings
+from tests.app.test_core_gui import open_template_copy
 from tests.engine.retrieval.conftest import labelled_template, models_cache, need_faiss  # noqa: F401
 
 
@@ -21,18 +19,10 @@ def test_shot(qtbot, tmp_path, labelled_template, monkeypatch):  # noqa: F811
 
     out = Path(os.environ.get("SHOT_DIR", "/tmp/shots"))
     out.mkdir(parents=True, exist_ok=True)
-    src = labelled_template
-    shutil.copy2(src, tmp_path / src.name)
-    shutil.copytree(src.with_name(src.stem + "_files"), tmp_path / (src.stem + "_files"))
     reviews = tmp_path / "sst_sentences.txt"
     reviews.write_text("A delightful, clever comedy. I smiled throughout.\nClumsy and dull. A chore to sit through.\n"
                        "The score soars and the leads have real chemistry.\n", encoding="utf-8")
-    win = MainWindow(Settings())
-    qtbot.addWidget(win)
-    win.resize(1500, 950)
-    win.show()
-    assert win.open_project(tmp_path / src.name)
-    win.select_dataset(win.session.project.dataset("cad").id)
+    win = open_template_copy(qtbot, tmp_path, labelled_template)
     win.show_review_tab()
     panel = win.review_panel
     panel.method.setCurrentIndex(panel.method.findData("core"))

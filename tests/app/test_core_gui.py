@@ -14,6 +14,19 @@ from tests.engine.llm.stub_server import StubServer
 from tests.engine.retrieval.conftest import labelled_template, models_cache, need_faiss  # noqa: F401
 
 
+def open_template_copy(qtbot, tmp_path, template, settings=None) -> MainWindow:
+    """A shown main window on a copy of the labelled retrieval template (its files folder too), dataset ``cad``."""
+    shutil.copy2(template, tmp_path / template.name)
+    shutil.copytree(template.with_name(template.stem + "_files"), tmp_path / (template.stem + "_files"))
+    win = MainWindow(settings or Settings())
+    qtbot.addWidget(win)
+    win.resize(1500, 950)
+    win.show()
+    assert win.open_project(tmp_path / template.name)
+    win.select_dataset(win.session.project.dataset("cad").id)
+    return win
+
+
 def _reply(body):
     user = [m["content"] for m in body["messages"] if m["role"] == "user"][-1]
     return edit_sentence(user.split("\nText: ", 1)[1]) if "\nText: " in user else "CANNOT"
@@ -21,20 +34,12 @@ def _reply(body):
 
 def test_core_generation_from_the_review_tab(qtbot, tmp_path, labelled_template):  # noqa: F811
     need_faiss()
-    src = labelled_template
-    shutil.copy2(src, tmp_path / src.name)
-    shutil.copytree(src.with_name(src.stem + "_files"), tmp_path / (src.stem + "_files"))
     server = StubServer(reply=_reply).start()
     settings = Settings()
     for key, value in {"backend": "openai", "model": "stub", "base_url": server.base_url, "samples": 1}.items():
         settings.set(f"llm_{key}", value)
-    win = MainWindow(settings)
-    qtbot.addWidget(win)
-    win.resize(1500, 950)
-    win.show()
+    win = open_template_copy(qtbot, tmp_path, labelled_template, settings)
     try:
-        assert win.open_project(tmp_path / src.name)
-        win.select_dataset(win.session.project.dataset("cad").id)
         panel = win.review_panel
         panel.method.setCurrentIndex(panel.method.findData("core"))
         assert panel.corpus.isVisibleTo(panel) and panel.corpus.currentText() == "imdb"
@@ -70,18 +75,11 @@ def test_corpus_dialog_prepares_a_corpus_as_one_job(qtbot, tmp_path, labelled_te
     need_faiss()
     from widgets.corpus_dialog import CorpusDialog
 
-    src = labelled_template
-    shutil.copy2(src, tmp_path / src.name)
-    shutil.copytree(src.with_name(src.stem + "_files"), tmp_path / (src.stem + "_files"))
     reviews = tmp_path / "more_reviews.txt"
     reviews.write_text("A delightful, clever comedy. I smiled throughout.\nClumsy and dull. A chore to sit through.\n",
                        encoding="utf-8")
-    win = MainWindow(Settings())
-    qtbot.addWidget(win)
-    win.show()
+    win = open_template_copy(qtbot, tmp_path, labelled_template)
     try:
-        assert win.open_project(tmp_path / src.name)
-        win.select_dataset(win.session.project.dataset("cad").id)
         panel = win.review_panel
         panel.method.setCurrentIndex(panel.method.findData("core"))
         assert panel.corpus_button.isVisibleTo(panel)
