@@ -122,6 +122,42 @@ def recall(truth: np.ndarray, found: np.ndarray) -> float:
     return float(np.mean([len(set(t) & set(f)) / k for t, f in zip(truth, found, strict=True)]))
 
 
+def mmr_report(project_path: Path, exact, vectors: np.ndarray, queries: np.ndarray, weights: list[float],
+               n_queries: int = 300, pool: int = 20, k: int = 5) -> list[dict]:
+    """How alike the 5 excerpts are with the plain top-5 and with MMR picks (what CORE's editor gets)."""
+    from engine.retrieval.corpus import get_corpus, sentences_at
+    from engine.retrieval.keywords import extract_keywords
+    from engine.retrieval.retrieve import mmr_select
+    from engine.store import Project
+
+    qs = queries[:n_queries]
+    _, ids = exact.search(np.ascontiguousarray(qs, dtype=np.float32), pool)
+    with Project.open(project_path) as project:
+        corpus_id = get_corpus(project, "imdb").id
+        texts = {int(p): t for p, t in zip(sorted({int(i) for i in ids.ravel() if i >= 0}),
+                                            sentences_at(project, corpus_id, sorted({int(i) for i in ids.ravel()
+                                                                                      if i >= 0})), strict=True)}
+    out = []
+    for weight in [0.0, *weights]:
+        rel, pair, dup, words = [], [], [], []
+        for q, row in zip(qs, ids, strict=True):
+            cand = [int(i) for i in row if i >= 0]
+            picked = [cand[j] for j in mmr_select(q, vectors[cand], k, weight)]
+            v = vectors[picked]
+            sims = v @ v.T
+            upper = sims[np.triu_indices(len(picked), 1)]
+            rel.append(float(np.mean(v @ q)))
+            pair.append(float(np.mean(upper)))
+            dup.append(float(np.mean(upper > 0.9)))
+            words.append(len(extract_keywords([texts[p] for p in picked], max_words=50)))
+        out.append({"diversity": weight, "queries": len(qs), "relevance": float(np.mean(rel)),
+                    "pairwise": float(np.mean(pair)), "near_duplicates": float(np.mean(dup)),
+                    "keywords": float(np.mean(words))})
+        log(f"mmr {weight:g}: cos to query {out[-1]['relevance']:.3f}, between excerpts {out[-1]['pairwise']:.3f}, "
+            f"near-duplicate pairs {out[-1]['near_duplicates']:.3f}, keywords {out[-1]['keywords']:.1f}")
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cache", type=Path, required=True, help="folder for the project, embeddings and results")
@@ -136,6 +172,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ef-search", default="32,64,128,256", help="HNSW efSearch values to sweep")
     parser.add_argument("--threads", type=int, help="FAISS threads (default: all)")
     parser.add_argument("--prepare-only", action="store_true", help="import and embed, then stop")
+    parser.add_argument("--mmr", default="0.3,0.5",
+                        help="maximal-marginal-relevance weights compared with the plain top-5 (label-free: "
+                             "top-20 exact neighbours per query, 5 picked); empty to skip")
     args = parser.parse_args(argv)
 
     import faiss
@@ -191,6 +230,8 @@ def main(argv: list[str] | None = None) -> int:
     build_exact = time.perf_counter() - started
     exact_qps, truth = timed_search(exact, queries, k)
     add_row("flat", "exact", build_exact, exact_qps, 1.0, index_bytes(exact))
+    weights = [float(w) for w in args.mmr.split(",") if w.strip()]
+    mmr_rows = mmr_report(args.cache / "retrieval-bench.cbproj", exact, vectors, queries, weights) if weights else []
     del exact
 
     params = {"nlist": args.nlist, "train_size": args.train_size}
@@ -222,7 +263,7 @@ def main(argv: list[str] | None = None) -> int:
     best = max(good, key=lambda r: r["qps"]) if good else None
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     result = {"sentences": n, "queries": len(queries), "k": k, "threads": threads, "encoder": encoder.key,
-              "rows": rows, "peak_rss_mb": round(peak_mb, 1),
+              "rows": rows, "mmr": mmr_rows, "peak_rss_mb": round(peak_mb, 1),
               "best_at_recall_0.95": None if best is None else {**best, "speedup": round(best["qps"] / exact_qps, 2)}}
     (args.cache / f"results-{n}.json").write_text(json.dumps(result, indent=2))
 
@@ -233,6 +274,13 @@ def main(argv: list[str] | None = None) -> int:
     for r in rows:
         print(f"| {r['index']} | {r['setting']} | {r['build_s']:.1f} | {r['qps']:,.0f} | {r['qps'] / exact_qps:.1f} | "
               f"{r['recall_at_10']:.3f} | {r['memory_mb']:.1f} |")
+    if mmr_rows:
+        print(f"\nExcerpt diversity, 5 of the 20 exact neighbours of {mmr_rows[0]['queries']} queries (labels ignored):")
+        print("| diversity | cos to query | cos between excerpts | near-duplicate pairs (cos > 0.9) | keywords/query |")
+        print("|---:|---:|---:|---:|---:|")
+        for r in mmr_rows:
+            print(f"| {r['diversity']:g} | {r['relevance']:.3f} | {r['pairwise']:.3f} | {r['near_duplicates']:.3f} | "
+                  f"{r['keywords']:.1f} |")
     print(f"\npeak resident memory of the run: {peak_mb:,.0f} MB")
     if best:
         print(f"fastest with recall@10 >= 0.95: {best['index']} {best['setting']}: {best['qps']:,.0f} q/s, "

@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from engine.retrieval.index import CorpusIndex
     from engine.store import Project
 
-__all__ = ["Hit", "Retriever", "RetrievalRun", "open_retriever", "retrieve_for_examples", "stored_retrievals"]
+__all__ = ["Hit", "Retriever", "RetrievalRun", "mmr_select", "open_retriever", "retrieve_for_examples", "stored_retrievals"]
 
 
 @dataclass(frozen=True)
@@ -204,25 +204,14 @@ class Retriever:
         rows = np.asarray(self._vectors[np.asarray(positions)[order]], dtype=np.float32)
         out = np.empty_like(rows)
         out[order] = rows
-        return normalise_rows(out)
+        return out
 
     def _mmr(self, query: np.ndarray, hits: list[tuple[int, float]], k: int,
              diversity: float) -> list[tuple[int, float]]:
         """``k`` of ``hits`` by maximal marginal relevance (scores stay the index's)."""
         if len(hits) <= 1:
             return hits[:k]
-        vectors = self._excerpt_vectors([p for p, _ in hits])
-        relevance = vectors @ normalise_rows(np.asarray(query, dtype=np.float32)[None, :])[0]
-        chosen: list[int] = []
-        closest = np.full(len(hits), -np.inf, dtype=np.float32)  # max similarity to a chosen excerpt
-        left = list(range(len(hits)))
-        while left and len(chosen) < k:
-            penalty = np.where(np.isfinite(closest[left]), closest[left], 0.0)
-            gain = (1.0 - diversity) * relevance[left] - diversity * penalty
-            best = left[int(np.argmax(gain))]
-            chosen.append(best)
-            left.remove(best)
-            closest = np.maximum(closest, vectors @ vectors[best])
+        chosen = mmr_select(query, self._excerpt_vectors([p for p, _ in hits]), k, diversity)
         return [hits[i] for i in chosen]
 
     def _without_query(self, picked: list[tuple[int, float]], query_hash: str, k: int) -> list[tuple[int, float]]:
@@ -236,6 +225,34 @@ class Retriever:
         label = int(self.labels.index[position])
         text = sentences_at(self.project, self.corpus.id, [position])[0]
         return Hit(position, text, score, self.labels.labels[label], float(self.labels.probs[position, label]))
+
+
+def mmr_select(query: np.ndarray, candidates: np.ndarray, k: int, diversity: float) -> list[int]:
+    """Indices of ``k`` rows of ``candidates`` picked by maximal marginal relevance.
+
+    Each next pick maximises ``(1 - diversity) · cos(query, c) - diversity · max cos(c, picked)``;
+    the first is always the most similar to the query. ``diversity`` 0 gives the nearest ``k``.
+
+    Examples
+    --------
+    >>> q = np.array([1.0, 0.0])
+    >>> c = np.array([[1.0, 0.0], [0.99, 0.14], [0.8, -0.6]])
+    >>> mmr_select(q, c, 2, 0.0), mmr_select(q, c, 2, 0.7)
+    ([0, 1], [0, 2])
+    """
+    vectors = normalise_rows(candidates)
+    relevance = vectors @ normalise_rows(np.asarray(query, dtype=np.float32)[None, :])[0]
+    chosen: list[int] = []
+    closest = np.full(len(vectors), -np.inf, dtype=np.float32)  # max similarity to a picked row
+    left = list(range(len(vectors)))
+    while left and len(chosen) < k:
+        penalty = np.where(np.isfinite(closest[left]), closest[left], 0.0)
+        gain = (1.0 - diversity) * relevance[left] - diversity * penalty
+        best = left[int(np.argmax(gain))]
+        chosen.append(best)
+        left.remove(best)
+        closest = np.maximum(closest, vectors @ vectors[best])
+    return chosen
 
 
 def open_retriever(

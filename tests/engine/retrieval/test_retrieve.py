@@ -126,3 +126,11 @@ def test_diversity_picks_less_similar_excerpts_of_the_other_label(labelled_proje
     assert retriever.search(texts, own, k=5, diversity=0.0) == nearest
     with pytest.raises(ValueError):
         retriever.search(texts, own, k=5, diversity=1.5)
+
+
+def test_mmr_select_doctest():
+    import doctest
+
+    from engine.retrieval import retrieve
+
+    assert doctest.testmod(retrieve).failed == 0
