@@ -168,6 +168,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--nlist", type=int, help="IVF clusters (default about 4·√n, a power of two)")
     parser.add_argument("--nprobe", default="4,8,16,32,48,64,96,128", help="IVF nprobe values to sweep")
     parser.add_argument("--train-size", type=int, help="IVF training sample (default 64·nlist)")
+    parser.add_argument("--ivfpq", action="store_true",
+                        help="also IVF-PQ (48 codes of 8 bits; exact re-ranking of --rerank x k candidates from the "
+                             "embeddings, which stay on disk)")
+    parser.add_argument("--rerank", type=int, default=4, help="IVF-PQ: candidates re-scored per result (default 4)")
     parser.add_argument("--hnsw", action="store_true", help="also HNSW (m 32, ef_construction 80; ef_search sweep)")
     parser.add_argument("--ef-search", default="32,64,128,256", help="HNSW efSearch values to sweep")
     parser.add_argument("--threads", type=int, help="FAISS threads (default: all)")
@@ -246,6 +250,28 @@ def main(argv: list[str] | None = None) -> int:
         qps, found = timed_search(ivf, queries, k)
         add_row("ivf", f"nlist {built['nlist']}, nprobe {nprobe}", build_ivf, qps, recall(truth, found), ivf_bytes)
     del ivf
+
+    if args.ivfpq:
+        from engine.retrieval.index import exact_rerank
+
+        pkind = make_kind("ivfpq", n, {k_: v for k_, v in params.items() if v})
+        started = time.perf_counter()
+        pq = pkind.build(vectors, seed=0)
+        build_pq = time.perf_counter() - started
+        pbuilt = pkind.build_params(n)
+        pq_bytes = index_bytes(pq)
+        for nprobe in sorted({min(int(p), pbuilt["nlist"]) for p in args.nprobe.split(",") if p.strip()}):
+            pq.nprobe = nprobe
+            for rerank in (1, int(args.rerank)):
+                best = math.inf
+                for _ in range(2):
+                    started = time.perf_counter()
+                    _, ids = pq.search(queries, k * rerank)
+                    found = ids if rerank == 1 else exact_rerank(queries, ids, vectors, k)[1]
+                    best = min(best, time.perf_counter() - started)
+                add_row("ivfpq", f"nlist {pbuilt['nlist']}, {pbuilt['codes']}×{pbuilt['nbits']} bit, nprobe {nprobe}, "
+                                 f"rerank {rerank}", build_pq, len(queries) / best, recall(truth, found), pq_bytes)
+        del pq
 
     if args.hnsw:
         hkind = make_kind("hnsw", n, {})

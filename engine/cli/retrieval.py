@@ -14,7 +14,8 @@ from engine.cli.progress import StderrProgress
 from engine.errors import EXIT_OK
 from engine.progress import CancelToken, scaled
 
-_INDEX_HELP = "auto (flat up to 50,000 sentences, else ivf), flat (exact), ivf or hnsw"
+_INDEX_HELP = ("auto (flat up to 50,000 sentences, else ivf), flat (exact), ivf, ivfpq (compressed, re-ranked "
+               "exactly; for millions of sentences) or hnsw")
 
 
 def _index_options(p: argparse.ArgumentParser) -> None:
@@ -26,6 +27,9 @@ def _index_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--nlist", type=int, help="ivf: clusters (default about 4·√n)")
     g.add_argument("--nprobe", type=int, help="ivf: clusters searched per query (default nlist/8)")
     g.add_argument("--train-size", type=int, help="ivf: vectors the clustering is trained on (default 64·nlist)")
+    g.add_argument("--codes", type=int, help="ivfpq: codes per vector (default 48: 48 bytes a sentence)")
+    g.add_argument("--nbits", type=int, help="ivfpq: bits per code (default 8)")
+    g.add_argument("--rerank", type=int, help="ivfpq: candidates re-scored exactly per result (default 4)")
     g.add_argument("--m", type=int, help="hnsw: links per node (default 32)")
     g.add_argument("--ef-construction", type=int, help="hnsw: build candidate list (default 80)")
     g.add_argument("--ef-search", type=int, help="hnsw: search candidate list (default 64)")
@@ -54,20 +58,21 @@ def _encoder_args(args: argparse.Namespace, project: Any) -> tuple[str, dict[str
 def _kind_params(args: argparse.Namespace) -> dict[str, Any]:
     from engine.retrieval.index import resolve_kind
 
-    names = {"ivf": ("nlist", "nprobe", "train_size"), "hnsw": ("m", "ef_construction", "ef_search")}
+    kinds_of = {"nlist": ("ivf", "ivfpq"), "nprobe": ("ivf", "ivfpq"), "train_size": ("ivf", "ivfpq"),
+                "codes": ("ivfpq",), "nbits": ("ivfpq",), "rerank": ("ivfpq",),
+                "m": ("hnsw",), "ef_construction": ("hnsw",), "ef_search": ("hnsw",)}
     kind = args.kind if args.kind != "auto" else None
     params = {}
-    for kind_name, options in names.items():
-        for option in options:
-            value = getattr(args, option)
-            if value is None:
-                continue
-            if kind is not None and resolve_kind(kind, 0) != kind_name:
-                from engine.retrieval.errors import IndexSettingsError
+    for option, kinds in kinds_of.items():
+        value = getattr(args, option)
+        if value is None:
+            continue
+        if kind is not None and resolve_kind(kind, 0) not in kinds:
+            from engine.retrieval.errors import IndexSettingsError
 
-                raise IndexSettingsError(f"--{option.replace('_', '-')} is a setting of the {kind_name} index, "
-                                         f"not of {kind}.", f"Add --kind {kind_name}, or drop the option.")
-            params[option] = value
+            raise IndexSettingsError(f"--{option.replace('_', '-')} is a setting of the {' / '.join(kinds)} index, "
+                                     f"not of {kind}.", f"Add --kind {kinds[0]}, or drop the option.")
+        params[option] = value
     return params
 
 

@@ -73,6 +73,8 @@ class CorpusIndex:
     built: bool
     seconds: float
     search: dict[str, Any] = field(default_factory=dict)
+    #: The corpus embeddings (memory-mapped), for kinds that re-rank exactly (``rerank`` > 1).
+    exact: np.ndarray | None = None
 
     @property
     def rows(self) -> int:
@@ -90,7 +92,33 @@ class CorpusIndex:
         k = max(1, min(int(k), self.rows))
         if hasattr(self.index, "hnsw"):  # the graph search keeps at most efSearch candidates
             self.index.hnsw.efSearch = max(int(self.search.get("ef_search", 0)), k)
-        return self.index.search(np.ascontiguousarray(vectors, dtype=np.float32), k)
+        queries = np.ascontiguousarray(vectors, dtype=np.float32)
+        rerank = int(self.search.get("rerank", 1))
+        if rerank <= 1 or self.exact is None:
+            return self.index.search(queries, k)
+        _, ids = self.index.search(queries, min(self.rows, k * rerank))
+        return exact_rerank(queries, ids, self.exact, k)
+
+
+def exact_rerank(queries: np.ndarray, ids: np.ndarray, vectors: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The best ``k`` of each query's candidate ``ids`` by exact inner product with ``vectors`` (rows read in
+    ascending order, so a memory-mapped file is read forwards); ``-1`` ids stay last.
+
+    Examples
+    --------
+    >>> vectors = np.array([[1, 0], [0.6, 0.8], [0, 1]], dtype=np.float32)
+    >>> exact_rerank(np.array([[0, 1]], dtype=np.float32), np.array([[0, 1, 2, -1]]), vectors, 2)[1].tolist()
+    [[2, 1]]
+    """
+    wanted = np.unique(ids[ids >= 0])
+    rows = np.asarray(vectors[wanted], dtype=np.float32) if len(wanted) else np.zeros((0, queries.shape[1]), np.float32)
+    where = np.searchsorted(wanted, np.clip(ids, 0, None))
+    scores = np.einsum("qd,qkd->qk", queries, rows[where]) if len(wanted) else np.zeros(ids.shape, np.float32)
+    scores = np.where(ids >= 0, scores, -np.inf).astype(np.float32)
+    order = np.argsort(-scores, axis=1, kind="stable")[:, :k]
+    top_ids = np.take_along_axis(ids, order, axis=1)
+    top_scores = np.take_along_axis(scores, order, axis=1)
+    return np.where(top_ids >= 0, top_scores, -np.inf).astype(np.float32), top_ids
 
 
 def _key(corpus_id: int, version: int, rows: int, encoder_key: str, kind: IndexKind) -> dict[str, Any]:
@@ -143,7 +171,7 @@ def build_index(
     index_kind = make_kind(kind, vectors.rows, params)
     key = _key(vectors.corpus_id, vectors.corpus_version, vectors.rows, encoder.key, index_kind)
     path, record = _paths(vectors.folder, index_kind.name)
-    opened = _read_if_current(path, record, key, index_kind)
+    opened = _read_if_current(path, record, key, index_kind, vectors.vectors)
     if opened is not None:
         progress(1.0, f"{index_kind.name} index of {vectors.rows:,} sentences reopened")
         return opened
@@ -158,10 +186,12 @@ def build_index(
                                       "build_seconds": round(seconds, 3)}))
     os.replace(record_tmp, record)
     progress(1.0, f"{index_kind.name} index of {vectors.rows:,} sentences built in {seconds:.1f} s")
-    return CorpusIndex(index, index_kind, key, path, True, seconds, index_kind.search_params(vectors.rows))
+    return CorpusIndex(index, index_kind, key, path, True, seconds, index_kind.search_params(vectors.rows),
+                       vectors.vectors)
 
 
-def _read_if_current(path: Path, record: Path, key: dict[str, Any], kind: IndexKind) -> CorpusIndex | None:
+def _read_if_current(path: Path, record: Path, key: dict[str, Any], kind: IndexKind,
+                     exact: np.ndarray | None = None) -> CorpusIndex | None:
     try:
         stored = json.loads(record.read_text())
     except (OSError, ValueError):
@@ -171,7 +201,8 @@ def _read_if_current(path: Path, record: Path, key: dict[str, Any], kind: IndexK
     started = time.perf_counter()
     index = faiss_module().read_index(str(path))
     kind.configure(index, key["rows"])
-    return CorpusIndex(index, kind, key, path, False, time.perf_counter() - started, kind.search_params(key["rows"]))
+    return CorpusIndex(index, kind, key, path, False, time.perf_counter() - started, kind.search_params(key["rows"]),
+                       exact)
 
 
 def open_index(
@@ -202,7 +233,7 @@ def open_index(
     index_kind = make_kind(resolved, corpus.sentence_count, params)
     key = _key(corpus.id, corpus.version, corpus.sentence_count, encoder_key, index_kind)
     path, record = _paths(vectors.folder, index_kind.name)
-    opened = _read_if_current(path, record, key, index_kind)
+    opened = _read_if_current(path, record, key, index_kind, vectors.vectors)
     if opened is None:
         raise IndexNotBuiltError(
             f"Corpus {name!r} has no current {index_kind.name} index for {encoder_key} with {key['build']}.",

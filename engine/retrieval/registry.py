@@ -27,6 +27,7 @@ INDEX_KINDS: Registry[Any] = Registry(
     builtins={
         "flat": "engine.retrieval.index_kinds:FlatKind",
         "ivf": "engine.retrieval.index_kinds:IVFKind",
+        "ivfpq": "engine.retrieval.index_kinds:IVFPQKind",
         "hnsw": "engine.retrieval.index_kinds:HNSWKind",
     },
 )
