@@ -283,6 +283,7 @@ def test_verification_panel_shows_every_check_and_the_llm_judge(window, qtbot, s
     assert shown["refusal"][0] == "pass" and shown["llm-judge"][0] == "skip"
     assert shown["label-flip"][0] in ("pass", "fail") and "predicts" in shown["label-flip"][1]
     assert ("Passes the accept rule" in view.summary.text()) == bool(cand["scores"]["passes"])
+    assert "label not judged" not in view.summary.text()          # the ensemble read its label
 
     # the LLM judge: the stub answers with the target label for every text (scripted_reply's fallback
     # would give triples, so a dedicated reply answers the judge prompt)
