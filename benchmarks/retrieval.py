@@ -239,17 +239,18 @@ def main(argv: list[str] | None = None) -> int:
     del exact
 
     params = {"nlist": args.nlist, "train_size": args.train_size}
-    kind = make_kind("ivf", n, {k_: v for k_, v in params.items() if v})
-    started = time.perf_counter()
-    ivf = kind.build(vectors, seed=0)
-    build_ivf = time.perf_counter() - started
-    built = kind.build_params(n)
-    ivf_bytes = index_bytes(ivf)
-    for nprobe in sorted({min(int(p), built["nlist"]) for p in args.nprobe.split(",") if p.strip()}):
-        ivf.nprobe = nprobe
-        qps, found = timed_search(ivf, queries, k)
-        add_row("ivf", f"nlist {built['nlist']}, nprobe {nprobe}", build_ivf, qps, recall(truth, found), ivf_bytes)
-    del ivf
+    if args.nprobe.strip():  # an empty --nprobe skips the IVF rows (e.g. a run for HNSW alone)
+        kind = make_kind("ivf", n, {k_: v for k_, v in params.items() if v})
+        started = time.perf_counter()
+        ivf = kind.build(vectors, seed=0)
+        build_ivf = time.perf_counter() - started
+        built = kind.build_params(n)
+        ivf_bytes = index_bytes(ivf)
+        for nprobe in sorted({min(int(p), built["nlist"]) for p in args.nprobe.split(",") if p.strip()}):
+            ivf.nprobe = nprobe
+            qps, found = timed_search(ivf, queries, k)
+            add_row("ivf", f"nlist {built['nlist']}, nprobe {nprobe}", build_ivf, qps, recall(truth, found), ivf_bytes)
+        del ivf
 
     if args.ivfpq:
         from engine.retrieval.index import exact_rerank
