@@ -165,8 +165,8 @@ def patterns_for(project: Project, dataset_id: int, examples: Mapping[int, Mappi
             continue
         if found[0][1].source == "synthesized":
             best = max((f[1].f1 or 0.0) for f in found)
-            near = [f for f in found if (f[1].f1 or 0.0) >= best - F1_MARGIN]
-            found.sort(key=lambda f: (f not in near, len(f[2].text.split()) > SHORT_SPAN_WORDS,
+            near = {f[0] for f in found if (f[1].f1 or 0.0) >= best - F1_MARGIN}
+            found.sort(key=lambda f: (f[0] not in near, len(f[2].text.split()) > SHORT_SPAN_WORDS,
                                       _complexity(f[1].pattern), -(f[1].f1 or 0.0), f[0]))
         _rank, stored, hit = found[0]
         out[i] = (stored.pattern, hit.text)

@@ -95,7 +95,6 @@ class Retriever:
         self.encoder = encoder
         self.labels = labels
         self._label_index = {name: i for i, name in enumerate(labels.labels)}
-        self._vectors: np.ndarray | None = None
 
     @property
     def settings_key(self) -> str:
@@ -195,13 +194,13 @@ class Retriever:
         return [[self._hit(position, score) for position, score in hits] for hits in found]
 
     def _excerpt_vectors(self, positions: Sequence[int]) -> np.ndarray:
-        """Unit vectors of the excerpts at ``positions`` (from the stored embeddings, memory-mapped)."""
-        if self._vectors is None:
+        """Vectors of the excerpts at ``positions``, read from the embeddings the open index holds (memory-mapped)."""
+        if self.index.exact is None:
             from engine.retrieval.vectors import open_vectors
 
-            self._vectors = open_vectors(self.project, self.corpus.name, self.encoder.key).vectors
+            self.index.exact = open_vectors(self.project, self.corpus.name, self.encoder.key).vectors
         order = np.argsort(positions)
-        rows = np.asarray(self._vectors[np.asarray(positions)[order]], dtype=np.float32)
+        rows = np.asarray(self.index.exact[np.asarray(positions)[order]], dtype=np.float32)
         out = np.empty_like(rows)
         out[order] = rows
         return out
