@@ -14,8 +14,8 @@ from engine.cli.progress import StderrProgress
 from engine.errors import EXIT_OK
 from engine.progress import CancelToken, scaled
 
-_INDEX_HELP = ("auto (flat up to 50,000 sentences, else ivf), flat (exact), ivf, ivfpq (compressed, re-ranked "
-               "exactly; for millions of sentences) or hnsw")
+_INDEX_HELP = ("auto (flat up to 50,000 sentences, else hnsw; an ivf index built by earlier versions' auto is "
+               "kept), flat (exact), ivf, ivfpq (compressed, re-ranked exactly; for millions of sentences) or hnsw")
 
 
 def _index_options(p: argparse.ArgumentParser) -> None:
@@ -32,7 +32,7 @@ def _index_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--rerank", type=int, help="ivfpq: candidates re-scored exactly per result (default 4)")
     g.add_argument("--m", type=int, help="hnsw: links per node (default 32)")
     g.add_argument("--ef-construction", type=int, help="hnsw: build candidate list (default 80)")
-    g.add_argument("--ef-search", type=int, help="hnsw: search candidate list (default 64)")
+    g.add_argument("--ef-search", type=int, help="hnsw: search candidate list (default 256)")
 
 
 def _encoder_args(args: argparse.Namespace, project: Any) -> tuple[str, dict[str, Any]]:

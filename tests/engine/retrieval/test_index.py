@@ -63,6 +63,30 @@ def test_index_persisted_and_reopened_without_rebuilding(labelled_project):
         open_index(labelled_project, "imdb", KEY, kind="hnsw")
 
 
+def test_auto_builds_hnsw_above_the_exact_limit_and_keeps_an_earlier_auto_ivf(labelled_project, monkeypatch):
+    import engine.retrieval.index as index_module
+
+    need_faiss()
+    encoder = make_encoder("minilm-l6")
+    monkeypatch.setattr(index_module, "AUTO_EXACT_MAX", 50)   # the fixture corpus counts as large
+    # an IVF index as an earlier version's auto built it: reopened under auto, not rebuilt as HNSW
+    ivf = build_index(labelled_project, "imdb", encoder, kind="ivf", params={"nlist": 8, "nprobe": 3})
+    assert open_index(labelled_project, "imdb", KEY).kind.name == "ivf"
+    again = build_index(labelled_project, "imdb", encoder)
+    assert not again.built and again.kind.name == "ivf" and again.key == ivf.key
+    assert open_index(labelled_project, "imdb", KEY, params={"nprobe": 8}).search == {"nprobe": 8}
+    # without it, auto builds HNSW with the benchmark's search setting
+    ivf.path.unlink()
+    hnsw = build_index(labelled_project, "imdb", encoder)
+    assert hnsw.built and hnsw.kind.name == "hnsw" and hnsw.search == {"ef_search": 256}
+    reopened = open_index(labelled_project, "imdb", KEY)
+    assert not reopened.built and reopened.kind.name == "hnsw"
+    q = open_vectors(labelled_project, "imdb", KEY).vectors[:5]
+    assert np.array_equal(reopened.query(q, 5)[1], hnsw.query(q, 5)[1])
+    monkeypatch.setattr(index_module, "AUTO_EXACT_MAX", 10_000)  # small again: exact
+    assert build_index(labelled_project, "imdb", encoder).kind.name == "flat"
+
+
 def test_growing_corpus_encodes_only_new_sentences_and_rebuilds(project, tmp_path):
     need_data()
     need_faiss()
