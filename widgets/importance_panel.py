@@ -38,7 +38,10 @@ METHODS = ("ig", "lime", "shapley")
 DEFAULT_BACKBONES = "minilm-l6, minilm-l3, mpnet-base"
 #: Training presets offered (name, tooltip); the controller selects the default for the machine.
 PRESETS = (
-    ("quick-cpu", "Frozen encoder, features cached in the project, classification head trained: minutes on a CPU"),
+    ("top-cpu", "Lower layers run once, top layer and classification head trained on their output: "
+                "minutes on a CPU, close to full fine-tuning"),
+    ("quick-cpu", "Frozen encoder, features cached in the project, classification head trained: fastest, "
+                  "least accurate"),
     ("fast-cpu", "Full fine-tuning, 2 epochs, 128 tokens: best accuracy, about an hour for 3 members on 2 CPU cores"),
     ("paper", "Full fine-tuning as in CoBA: 300 tokens, up to 15 epochs (for a GPU)"),
 )
@@ -67,8 +70,8 @@ class ImportancePanel(QWidget):
         for name, tip in PRESETS:
             self.preset.addItem(name)
             self.preset.setItemData(self.preset.count() - 1, tip, Qt.ItemDataRole.ToolTipRole)
-        self.preset.setToolTip("quick-cpu: minutes on a CPU (frozen encoder, head trained on cached features); "
-                               "fast-cpu / paper: full fine-tuning (about an hour for 3 members on 2 cores)")
+        self.preset.setToolTip("top-cpu: minutes on a CPU (top layer + head trained); quick-cpu: fastest (head "
+                               "only); fast-cpu / paper: full fine-tuning (about an hour for 3 members on 2 cores)")
         self.train_button = QPushButton("Train ensemble")
         self.train_button.clicked.connect(self._train)
         self.members_label = QLabel("No trained members yet.")

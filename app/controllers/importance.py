@@ -39,7 +39,7 @@ class ImportanceController(PanelController):
         session.statsChanged.connect(self._stats_changed)
         from engine.models.device import default_preset
 
-        # quick-cpu without a GPU (no torch import here: a cheap guess until torch is loaded)
+        # top-cpu without a GPU (no torch import here: a cheap guess until torch is loaded)
         panel.set_default_preset(default_preset(import_torch=False))
 
     # ------------------------------------------------------------------ state

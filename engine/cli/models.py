@@ -80,9 +80,10 @@ def _add_train(sub: argparse._SubParsersAction) -> None:
                    help="comma-separated backbone names (see 'counterbias models --backbones')")
     p.add_argument("--local-model", action="append", default=[], metavar="DIR",
                    help="add a local Hugging Face model folder as a member (repeatable)")
-    p.add_argument("--preset", choices=["quick-cpu", "fast-cpu", "paper"],
-                   help="quick-cpu: frozen encoder + cached features + trained head (minutes on a CPU; the default "
-                        "without a GPU); fast-cpu: full fine-tuning, 2 epochs (the default with a GPU); paper: CoBA's")
+    p.add_argument("--preset", choices=["top-cpu", "quick-cpu", "fast-cpu", "paper"],
+                   help="top-cpu: lower layers run once, top layer + head trained (minutes on a CPU; the default "
+                        "without a GPU); quick-cpu: frozen encoder + cached features + trained head (fastest, least "
+                        "accurate); fast-cpu: full fine-tuning, 2 epochs (the default with a GPU); paper: CoBA's")
     p.add_argument("--prefix", help="member name prefix (default: '<dataset>:')")
     p.add_argument("--epochs", type=int)
     p.add_argument("--max-length", type=int)

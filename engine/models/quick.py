@@ -37,7 +37,7 @@ from engine.models.errors import CachedHeadError, EnsembleConfigError
 from engine.progress import CancelToken, ProgressFn, scaled
 from engine.store import Project
 
-__all__ = ["ENCODE_SHARE", "SUPPORTED_TYPES", "CachedHeadError", "CachedHeadTrainer", "head_logits"]
+__all__ = ["ENCODE_SHARE", "SUPPORTED_TYPES", "CachedHeadError", "CachedHeadTrainer", "fit_head", "head_logits"]
 
 #: Cost of the encode pass relative to one fine-tuning epoch over the same rows (an
 #: inference-mode forward pass against forward + backward + optimizer step: MODELS.md measures
@@ -97,6 +97,102 @@ def head_logits(model: Any, first_token: Any) -> Any:
         pooled = torch.nn.functional.relu(model.pre_classifier(first_token))
         return model.classifier(model.dropout(pooled))
     return model.classifier(h)  # mpnet, roberta, electra: a head reading features[:, 0]
+
+
+def fit_head(
+    model: Any,
+    x_train: Any,
+    y_train: Any,
+    x_dev: Any,
+    y_dev: Any,
+    *,
+    epochs: int,
+    batch_size: int,
+    learning_rate: float,
+    weight_decay: float = 0.01,
+    warmup_ratio: float = 0.05,
+    max_grad_norm: float = 1.0,
+    seed: int = 13,
+    patience: int | None = None,
+    cancel: CancelToken | None = None,
+    on_epoch: Any = None,
+) -> float:
+    """Train ``model``'s head (:func:`head_parameters`) on first-token vectors; keep the best dev epoch.
+
+    AdamW with linear warm-up then decay, gradients clipped; ``on_epoch`` gets one record per
+    epoch (``epoch``, ``step``, ``train_loss``, ``dev_accuracy``, ``seconds``, ``best``). The head's
+    parameters are left frozen (``requires_grad`` false) with the best epoch's values.
+
+    Returns
+    -------
+    float
+        The best dev accuracy (NaN without dev rows).
+    """
+    import torch
+
+    params = head_parameters(model)
+    for p in params:
+        p.requires_grad_(True)
+    torch.manual_seed(seed)
+    optimizer = torch.optim.AdamW(params, lr=learning_rate, weight_decay=weight_decay)
+    steps_per_epoch = max(1, math.ceil(len(x_train) / batch_size))
+    total = steps_per_epoch * epochs
+    warmup = int(total * warmup_ratio)
+    best: list[Any] | None = None
+    best_accuracy = float("-inf")
+    stale = 0
+    step = 0
+    for epoch in range(epochs):
+        if cancel is not None:
+            cancel.raise_if_cancelled()
+        started = time.perf_counter()
+        torch.manual_seed(seed + 1000 * (epoch + 1))
+        order = torch.from_numpy(np.random.default_rng(seed + epoch).permutation(len(x_train)))
+        model.train()
+        losses = []
+        for s in range(0, len(order), batch_size):
+            idx = order[s : s + batch_size]
+            lr_scale = (step + 1) / max(1, warmup) if step < warmup else max(0.0, (total - step) / max(1, total - warmup))
+            for group in optimizer.param_groups:
+                group["lr"] = learning_rate * lr_scale
+            loss = torch.nn.functional.cross_entropy(head_logits(model, x_train[idx]), y_train[idx])
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(params, max_grad_norm)
+            optimizer.step()
+            step += 1
+            losses.append(float(loss.detach()))
+        accuracy = _head_accuracy(model, x_dev, y_dev)
+        improved = best is None or accuracy > best_accuracy
+        if improved:
+            best_accuracy = accuracy
+            best = [p.detach().clone() for p in params]
+            stale = 0
+        else:
+            stale += 1
+        if on_epoch is not None:
+            on_epoch({"epoch": epoch + 1, "step": step,
+                      "train_loss": float(np.mean(losses)) if losses else float("nan"),
+                      "dev_accuracy": accuracy, "seconds": round(time.perf_counter() - started, 3), "best": improved})
+        if patience is not None and stale >= patience:
+            break
+    with torch.no_grad():
+        for p, kept in zip(params, best or [], strict=False):
+            p.copy_(kept)
+    for p in params:
+        p.requires_grad_(False)
+    model.eval()
+    return best_accuracy if best is not None else float("nan")
+
+
+def _head_accuracy(model: Any, x: Any, y: Any) -> float:
+    import torch
+
+    if len(x) == 0:
+        return float("nan")
+    model.eval()
+    with torch.no_grad():
+        return float((head_logits(model, x).argmax(-1) == y).float().mean())
 
 
 class CachedHeadTrainer:
@@ -201,76 +297,26 @@ class CachedHeadTrainer:
         self._finish()
 
     def _train_head(self, x_train: Any, y_train: Any, x_dev: Any, y_dev: Any) -> None:
-        import torch
-
         cfg = self.cfg
         name = self.spec.name
         self.model.cpu()  # the head is small: no device round trips for it
-        params = head_parameters(self.model)
-        for p in params:
-            p.requires_grad_(True)
-        torch.manual_seed(cfg.seed)
-        optimizer = torch.optim.AdamW(params, lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
-        steps_per_epoch = max(1, math.ceil(len(x_train) / cfg.batch_size))
-        total = steps_per_epoch * cfg.epochs
-        warmup = int(total * cfg.warmup_ratio)
-        best: list[Any] | None = None
-        stale = 0
-        step = 0
-        for epoch in range(cfg.epochs):
-            self.cancel.raise_if_cancelled()
-            started = time.perf_counter()
-            torch.manual_seed(cfg.seed + 1000 * (epoch + 1))
-            order = torch.from_numpy(np.random.default_rng(cfg.seed + epoch).permutation(len(x_train)))
-            self.model.train()
-            losses = []
-            for s in range(0, len(order), cfg.batch_size):
-                idx = order[s : s + cfg.batch_size]
-                lr_scale = (step + 1) / max(1, warmup) if step < warmup else max(0.0, (total - step) / max(1, total - warmup))
-                for group in optimizer.param_groups:
-                    group["lr"] = cfg.learning_rate * lr_scale
-                loss = torch.nn.functional.cross_entropy(head_logits(self.model, x_train[idx]), y_train[idx])
-                optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
-                optimizer.step()
-                step += 1
-                losses.append(float(loss.detach()))
-            accuracy = self._accuracy(x_dev, y_dev)
-            self.state.history.append(
-                {
-                    "epoch": epoch + 1,
-                    "train_loss": float(np.mean(losses)) if losses else float("nan"),
-                    "dev_accuracy": accuracy,
-                    "seconds": round(time.perf_counter() - started, 3),
-                }
-            )
-            self.state.epochs_done, self.state.step = epoch + 1, step
-            if accuracy > self.state.best_accuracy or best is None:
-                self.state.best_accuracy, self.state.best_epoch = accuracy, epoch + 1
-                best = [p.detach().clone() for p in params]
-                stale = 0
-            else:
-                stale += 1
-            self.progress(0.9 + 0.08 * (epoch + 1) / cfg.epochs, f"{name}: head epoch {epoch + 1}/{cfg.epochs}, "
-                          f"dev accuracy {accuracy:.3f}")
-            if cfg.patience is not None and stale >= cfg.patience:
-                break
-        with torch.no_grad():
-            for p, kept in zip(params, best or [], strict=False):
-                p.copy_(kept)
-        for p in params:
-            p.requires_grad_(False)
+
+        def on_epoch(record: dict[str, Any]) -> None:
+            self.state.history.append({k: record[k] for k in ("epoch", "train_loss", "dev_accuracy", "seconds")})
+            self.state.epochs_done, self.state.step = record["epoch"], record["step"]
+            if record["best"]:
+                self.state.best_accuracy, self.state.best_epoch = record["dev_accuracy"], record["epoch"]
+            self.progress(0.9 + 0.08 * record["epoch"] / cfg.epochs, f"{name}: head epoch {record['epoch']}/"
+                          f"{cfg.epochs}, dev accuracy {record['dev_accuracy']:.3f}")
+
+        fit_head(self.model, x_train, y_train, x_dev, y_dev, epochs=cfg.epochs, batch_size=cfg.batch_size,
+                 learning_rate=cfg.learning_rate, weight_decay=cfg.weight_decay, warmup_ratio=cfg.warmup_ratio,
+                 max_grad_norm=cfg.max_grad_norm, seed=cfg.seed, patience=cfg.patience, cancel=self.cancel,
+                 on_epoch=on_epoch)
         self.model.eval()
 
     def _accuracy(self, x: Any, y: Any) -> float:
-        import torch
-
-        if len(x) == 0:
-            return float("nan")
-        self.model.eval()
-        with torch.no_grad():
-            return float((head_logits(self.model, x).argmax(-1) == y).float().mean())
+        return _head_accuracy(self.model, x, y)
 
     def _verify(self, x: Any, rows: list[Any]) -> tuple[float, int]:
         """Max |logit difference| between the full model and the head on up to VERIFY_ROWS rows."""

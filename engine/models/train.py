@@ -152,7 +152,9 @@ def member_cost(spec: MemberSpec) -> float:
 
     A ``cached-head`` member costs one encode pass instead (forward only, no gradients:
     :data:`engine.models.quick.ENCODE_SHARE` of an epoch), whatever its head's epoch count,
-    since training the head on cached features takes seconds.
+    since training the head on cached features takes seconds. A ``cached-top`` member costs the
+    encode pass below its tuned layers plus, per epoch, the tuned layers' share of a fine-tuning
+    epoch (:func:`engine.models.top.top_cost`).
 
     Only ratios between members matter (they split an ensemble's progress). An unknown backbone
     counts as MiniLM-L6.
@@ -168,6 +170,16 @@ def member_cost(spec: MemberSpec) -> float:
         from engine.models.quick import ENCODE_SHARE
 
         return max(per_token, 1e-6) * spec.train.max_length * ENCODE_SHARE
+    if spec.train.strategy == "cached-top":
+        from engine.models.quick import ENCODE_SHARE
+        from engine.models.top import top_cost
+
+        try:
+            layers = get_backbone(spec.backbone, **dict(spec.backbone_params)).layers()
+        except CounterbiasError:
+            layers = 6
+        share = top_cost(layers, spec.train.tune_layers, spec.train.epochs, ENCODE_SHARE)
+        return max(per_token, 1e-6) * spec.train.max_length * share
     return max(per_token, 1e-6) * spec.train.max_length * spec.train.epochs
 
 
@@ -217,6 +229,10 @@ def train_member(
         from engine.models.quick import CachedHeadTrainer
 
         trainer: Any = CachedHeadTrainer(project, dataset_id, spec, data, folder, config_hash, progress, cancel)
+    elif spec.train.strategy == "cached-top":
+        from engine.models.top import CachedTopTrainer
+
+        trainer = CachedTopTrainer(project, dataset_id, spec, data, folder, config_hash, progress, cancel)
     else:
         trainer = _Trainer(spec, data, folder, config_hash, progress, cancel)
     try:

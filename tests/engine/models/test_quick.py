@@ -116,7 +116,7 @@ def test_preset_is_shown_beside_dev_accuracy(quick_member: dict, capsys: pytest.
     assert listed["quick-l3"]["preset"] == "quick-cpu" and listed["quick-l3"]["dev_accuracy"] > 0.6
 
 
-def test_quick_preset_costs_an_encode_pass_and_is_the_cpu_default() -> None:
+def test_quick_preset_costs_an_encode_pass_and_top_cpu_is_the_cpu_default() -> None:
     from engine.models.config import MemberSpec, TrainConfig, train_preset
     from engine.models.device import default_preset
     from engine.models.train import member_cost
@@ -129,4 +129,4 @@ def test_quick_preset_costs_an_encode_pass_and_is_the_cpu_default() -> None:
     assert train_preset("quick-cpu").identity()["strategy"] == "cached-head"
     import torch
 
-    assert default_preset() == ("fast-cpu" if torch.cuda.is_available() else "quick-cpu")
+    assert default_preset() == ("fast-cpu" if torch.cuda.is_available() else "top-cpu")
