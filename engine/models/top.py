@@ -201,7 +201,30 @@ class CachedTopTrainer(CachedHeadTrainer):
         return base.with_name(f"{base.name}-top{self.cut}-{digest.hexdigest()[:12]}")
 
     def _encode(self, rows: list[Any], lengths: np.ndarray, folder: Path, progress: Any) -> tuple[Any, Any, int]:
-        """float16 states of every row's tokens, flat ``[tokens, hidden]``, and each row's offset; resumable."""
+        """float16 states of every row's tokens, flat ``[tokens, hidden]``, and each row's offset; resumable.
+
+        Raises
+        ------
+        engine.errors.DiskFullError
+            Before anything is written when the disk lacks room for the file, or when it fills up
+            meanwhile (the rows written so far are kept for a resume).
+        """
+        from engine.store.failures import disk_full_error, free_bytes, named_storage_error
+
+        needed = int(lengths.sum()) * int(self.model.config.hidden_size) * 2 + (16 << 20)  # + room for the project
+        action = "keeping the layer inputs for top-layer training"
+        free = free_bytes(folder)
+        if not (folder / "states.npy").is_file() and free is not None and free < needed:
+            raise disk_full_error(folder, action, needed=needed, kind="project")
+        try:
+            return self._encode_rows(rows, lengths, folder, progress)
+        except OSError as exc:
+            named = named_storage_error(exc, folder, action)
+            if named is None:
+                raise
+            raise named from exc
+
+    def _encode_rows(self, rows: list[Any], lengths: np.ndarray, folder: Path, progress: Any) -> tuple[Any, Any, int]:
         import torch
 
         from engine.models.encoding import encode_texts, model_inputs

@@ -139,3 +139,17 @@ def test_top_preset_cost_and_identity() -> None:
     assert mpnet / member_cost(MemberSpec("d", "mpnet-base", train=train_preset("fast-cpu"))) < tuned / full
     assert "tune_layers" not in TrainConfig().identity()          # earlier members keep their hash
     assert train_preset("top-cpu").identity()["strategy"] == "cached-top"
+
+
+def test_no_room_for_the_layer_inputs_is_a_named_error_before_writing(top_member: dict,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    from engine.errors import DiskFullError
+    from engine.models import MemberSpec, train_member, train_preset
+    from engine.store import failures
+
+    monkeypatch.setattr(failures, "free_bytes", lambda path: 4 << 20)   # 4 MiB free: the file needs 0.8 MiB + 16 MiB room
+    project, dataset = top_member["project"], top_member["dataset"]
+    spec = MemberSpec("top-full-disk", "tiny-roberta", {}, train_preset("top-cpu", **{**TOP, "max_length": 32}))
+    with pytest.raises(DiskFullError, match="more were needed"):
+        train_member(project, dataset.id, spec)
+    assert not list((project.files_dir / "features").glob("tiny-roberta-*/states.npy"))
