@@ -21,8 +21,10 @@ from PySide6.QtWidgets import (
 __all__ = ["CorpusDialog", "CorpusRequest"]
 
 #: Index kinds offered (registry names of engine.retrieval.index_kinds).
-INDEX_KINDS = (("auto", "auto (exact when small, IVF when large)"), ("flat", "exact (flat)"),
-               ("ivf", "IVF (approximate, fast on large corpora)"), ("hnsw", "HNSW (approximate graph)"))
+INDEX_KINDS = (("auto", "auto (exact up to 50,000 sentences, HNSW above)"), ("flat", "exact (flat)"),
+               ("hnsw", "HNSW (approximate graph; recall 0.96 at 10x exact on 594k sentences)"),
+               ("ivf", "IVF (approximate, fast on large corpora)"),
+               ("ivfpq", "IVF-PQ (compressed, re-ranked exactly; millions of sentences)"))
 FILE_FILTER = "Text collections (*.csv *.tsv *.jsonl *.json *.txt *.gz);;All files (*)"
 
 
