@@ -176,13 +176,29 @@ def fit_head(
                       "dev_accuracy": accuracy, "seconds": round(time.perf_counter() - started, 3), "best": improved})
         if patience is not None and stale >= patience:
             break
+    keep_best(model, params, best)
+    return best_accuracy if best is not None else float("nan")
+
+
+def keep_best(model: Any, params: list[Any], best: list[Any] | None) -> None:
+    """Copy the best epoch's values into ``params`` (none: leave them), freeze them, eval mode."""
+    import torch
+
     with torch.no_grad():
         for p, kept in zip(params, best or [], strict=False):
             p.copy_(kept)
     for p in params:
         p.requires_grad_(False)
     model.eval()
-    return best_accuracy if best is not None else float("nan")
+
+
+def check_verified(name: str, diff: float, what: str) -> None:
+    """Raise :class:`CachedHeadError` when the saved model's logits differ from ``what`` by more than the tolerance."""
+    if not diff <= VERIFY_TOLERANCE:
+        raise CachedHeadError(
+            f"{name}: the saved model's logits differ from its {what}'s by {diff:.2g}.",
+            "Train this backbone with the 'fast-cpu' preset and report the problem.",
+        )
 
 
 def _head_accuracy(model: Any, x: Any, y: Any) -> float:
@@ -333,11 +349,7 @@ class CachedHeadTrainer:
             full = self.model(**model_inputs(self.model, batch)).logits
             head = head_logits(self.model, x[: len(rows)])
         diff = float((full - head).abs().max())
-        if not diff <= VERIFY_TOLERANCE:
-            raise CachedHeadError(
-                f"{self.spec.name}: the saved model's logits differ from its trained head's by {diff:.2g}.",
-                "Train this backbone with the 'fast-cpu' preset and report the problem.",
-            )
+        check_verified(self.spec.name, diff, "trained head")
         return diff, len(rows)
 
     def _finish(self) -> None:

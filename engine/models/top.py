@@ -38,10 +38,17 @@ from typing import Any
 
 import numpy as np
 
-from engine.models.errors import CachedHeadError, EnsembleConfigError
+from engine.models.errors import EnsembleConfigError
 from engine.models.features import _fmt_eta as _fmt
 from engine.models.features import features_folder, row_crc
-from engine.models.quick import VERIFY_ROWS, VERIFY_TOLERANCE, CachedHeadTrainer, head_logits, head_parameters
+from engine.models.quick import (
+    VERIFY_ROWS,
+    CachedHeadTrainer,
+    check_verified,
+    head_logits,
+    head_parameters,
+    keep_best,
+)
 from engine.progress import scaled
 
 __all__ = ["TOP_TYPES", "CachedTopTrainer", "layer_count", "top_cost"]
@@ -380,12 +387,7 @@ class CachedTopTrainer(CachedHeadTrainer):
             progress(step / total, f"{name}: epoch {epoch + 1}/{cfg.epochs}, dev accuracy {accuracy:.3f}")
             if cfg.patience is not None and stale >= cfg.patience:
                 break
-        with torch.no_grad():
-            for p, kept in zip(params, best or [], strict=False):
-                p.copy_(kept)
-        for p in params:
-            p.requires_grad_(False)
-        self.model.eval()
+        keep_best(self.model, params, best)
 
     def _top_accuracy(self, states: Any, offsets: np.ndarray, lengths: np.ndarray, y: Any, idx: np.ndarray) -> float:
         import torch
@@ -420,9 +422,5 @@ class CachedTopTrainer(CachedHeadTrainer):
             hidden = capture_inputs(self.model, inputs, self.cut)
             tuned = run_top(self.model, hidden, inputs["attention_mask"], self.cut)
         diff = float((full - tuned).abs().max())
-        if not diff <= VERIFY_TOLERANCE:
-            raise CachedHeadError(
-                f"{self.spec.name}: the saved model's logits differ from its tuned layers' by {diff:.2g}.",
-                "Train this backbone with the 'fast-cpu' preset and report the problem.",
-            )
+        check_verified(self.spec.name, diff, "tuned layers")
         return diff, len(rows)

@@ -68,3 +68,16 @@ def tiny_spec(arch: str, name: str | None = None, **overrides: Any) -> Any:
     from engine.models import MemberSpec, train_preset
 
     return MemberSpec(name or f"tiny-{arch}", f"tiny-{arch}", {}, train_preset("fast-cpu", **{**TINY_TRAIN, **overrides}))
+
+
+def cancel_when(text: str) -> tuple[Any, Any]:
+    """``(token, progress)``: the progress callback cancels the token at the first message containing ``text``."""
+    from engine.progress import CancelToken
+
+    token = CancelToken()
+
+    def progress(fraction: float, message: str) -> None:
+        if text in message:
+            token.cancel()
+
+    return token, progress

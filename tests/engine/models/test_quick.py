@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.engine.models.fixtures import _MEMO, import_cad_sentiment
+from tests.engine.models.fixtures import _MEMO, cancel_when, import_cad_sentiment
 
 #: MiniLM-L3 on a few hundred CAD rows at 64 tokens: the encode takes seconds on 2 cores.
 QUICK = {"max_length": 64, "max_train_rows": 160, "max_dev_rows": 48, "epochs": 20, "batch_size": 32}
@@ -86,16 +86,11 @@ def test_cancelled_encode_resumes_from_its_shards(quick_member: dict, monkeypatc
     from engine.errors import Cancelled
     from engine.models import MemberSpec, train_member, train_preset
     from engine.models import features
-    from engine.progress import CancelToken
 
     monkeypatch.setattr(features, "SHARD_ROWS", 16)
     project, dataset = quick_member["project"], quick_member["dataset"]
     spec = MemberSpec("quick-l3-short", "minilm-l3", {}, train_preset("quick-cpu", **{**QUICK, "max_length": 32, "eval_batch_size": 16}))
-    token = CancelToken()
-
-    def progress(fraction: float, message: str) -> None:
-        if "encoding 32/" in message:
-            token.cancel()
+    token, progress = cancel_when("encoding 32/")
 
     with pytest.raises(Cancelled):
         train_member(project, dataset.id, spec, progress=progress, cancel=token)

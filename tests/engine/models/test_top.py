@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.engine.models.fixtures import _MEMO, import_cad_sentiment
+from tests.engine.models.fixtures import _MEMO, cancel_when, import_cad_sentiment
 
 #: MiniLM-L3 (3 layers, the top one tuned) on a few hundred CAD rows at 64 tokens.
 TOP = {"max_length": 64, "max_train_rows": 160, "max_dev_rows": 48, "epochs": 2, "batch_size": 16}
@@ -80,16 +80,11 @@ def test_top_member_explains_with_ig_and_completeness_holds(top_member: dict) ->
 def test_cancelled_encode_resumes_after_the_rows_it_kept(top_member: dict, monkeypatch: pytest.MonkeyPatch) -> None:
     from engine.errors import Cancelled
     from engine.models import MemberSpec, top, train_member, train_preset
-    from engine.progress import CancelToken
 
     monkeypatch.setattr(top, "ENCODE_ROWS", 16)
     project, dataset = top_member["project"], top_member["dataset"]
     spec = MemberSpec("top-l3-short", "minilm-l3", {}, train_preset("top-cpu", **{**TOP, "max_length": 32, "epochs": 1}))
-    token = CancelToken()
-
-    def progress(fraction: float, message: str) -> None:
-        if "encoding 32/" in message:
-            token.cancel()
+    token, progress = cancel_when("encoding 32/")
 
     with pytest.raises(Cancelled):
         train_member(project, dataset.id, spec, progress=progress, cancel=token)
