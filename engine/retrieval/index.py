@@ -175,7 +175,16 @@ def build_index(
     faiss = faiss_module()
     vectors = build_vectors(project, name, encoder, progress=scaled(progress, 0.0, 0.9), cancel=cancel)
     assert vectors is not None  # no limit: every sentence is encoded
-    index_kind = make_kind(kind, vectors.rows, params)
+    try:
+        index_kind = make_kind(kind, vectors.rows, params)
+    except IndexSettingsError:  # auto with IVF settings: the IVF index an earlier auto built, if current
+        opened = None if kind != "auto" else _reopen_earlier_auto(
+            vectors.folder, vectors.corpus_id, vectors.corpus_version, vectors.rows, encoder.key, params,
+            vectors.vectors)
+        if opened is None:
+            raise
+        progress(1.0, f"{opened.kind.name} index of {vectors.rows:,} sentences reopened")
+        return opened
     key = _key(vectors.corpus_id, vectors.corpus_version, vectors.rows, encoder.key, index_kind)
     path, record = _paths(vectors.folder, index_kind.name)
     opened = _read_if_current(path, record, key, index_kind, vectors.vectors)

@@ -75,6 +75,7 @@ def test_auto_builds_hnsw_above_the_exact_limit_and_keeps_an_earlier_auto_ivf(la
     again = build_index(labelled_project, "imdb", encoder)
     assert not again.built and again.kind.name == "ivf" and again.key == ivf.key
     assert open_index(labelled_project, "imdb", KEY, params={"nprobe": 8}).search == {"nprobe": 8}
+    assert not build_index(labelled_project, "imdb", encoder, params={"nprobe": 8}).built
     # without it, auto builds HNSW with the benchmark's search setting
     ivf.path.unlink()
     hnsw = build_index(labelled_project, "imdb", encoder)
@@ -85,6 +86,9 @@ def test_auto_builds_hnsw_above_the_exact_limit_and_keeps_an_earlier_auto_ivf(la
     assert np.array_equal(reopened.query(q, 5)[1], hnsw.query(q, 5)[1])
     monkeypatch.setattr(index_module, "AUTO_EXACT_MAX", 10_000)  # small again: exact
     assert build_index(labelled_project, "imdb", encoder).kind.name == "flat"
+    monkeypatch.setattr(index_module, "AUTO_EXACT_MAX", 50)
+    with pytest.raises(IndexSettingsError, match="no setting nprobe"):   # no IVF index left to take it
+        build_index(labelled_project, "imdb", encoder, params={"nprobe": 8})
 
 
 def test_growing_corpus_encodes_only_new_sentences_and_rebuilds(project, tmp_path):
