@@ -20,6 +20,8 @@ from engine.progress import CancelToken, ProgressFn
 
 #: The sampling parameters every backend understands.
 PARAM_KEYS = ("temperature", "max_tokens", "seed", "top_p", "stop")
+#: ``max_tokens`` sent when neither the request nor the backend's configuration sets one.
+FALLBACK_MAX_TOKENS = 1024
 
 Message = dict[str, str]
 Params = dict[str, Any]
@@ -163,6 +165,15 @@ class ChatRequest:
     def __init__(self, messages: Sequence[Mapping[str, str]], params: Mapping[str, Any] | None = None) -> None:
         object.__setattr__(self, "messages", normalize_messages(messages))
         object.__setattr__(self, "params", normalize_params(params or {}))
+
+    def sent_params(self) -> dict[str, Any]:
+        """The parameters a backend sends: these, with ``max_tokens`` :data:`FALLBACK_MAX_TOKENS` when unset.
+
+        A request without a token limit would run on to the end of the context when the model
+        repeats itself (minutes of a laptop's CPU for nothing); the cache key is taken from the
+        request as given, so adding the cap keeps every stored answer found.
+        """
+        return dict(self.params) if "max_tokens" in self.params else {**self.params, "max_tokens": FALLBACK_MAX_TOKENS}
 
     def with_defaults(self, defaults: Mapping[str, Any]) -> ChatRequest:
         """This request with ``defaults`` filled in where it sets nothing."""

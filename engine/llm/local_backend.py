@@ -517,7 +517,7 @@ class LocalBackend:
                 "Run the step again; if it recurs, report it."))
 
     def _complete(self, request: ChatRequest) -> ChatResult:
-        body = {"messages": list(request.messages), **request.params}
+        body = {"messages": list(request.messages), **request.sent_params()}
         server = self._server
         if server is None:
             raise ModelFileError(f"The model {self.model} was closed.", "Create the backend again.")

@@ -214,7 +214,7 @@ class OpenAIBackend:
             sender = client if sent == 0 else client.with_options(max_retries=budget - sent)
             try:
                 raw = await sender.chat.completions.with_raw_response.create(
-                    model=self.model, messages=list(request.messages), **request.params
+                    model=self.model, messages=list(request.messages), **request.sent_params()
                 )
             except asyncio.CancelledError:
                 raise

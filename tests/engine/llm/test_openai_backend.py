@@ -259,3 +259,24 @@ def unused_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def test_a_request_without_a_token_limit_is_sent_capped_and_cached_as_given(stub):
+    """No max_tokens anywhere: the server still gets FALLBACK_MAX_TOKENS (a repeating model cannot run on to the
+    end of its context); the cache key stays the request as given, so stored answers are still found."""
+    from contextlib import closing
+
+    from engine.llm.base import FALLBACK_MAX_TOKENS
+    from engine.llm.cache import cache_key
+
+    seen: list[dict] = []
+    server = stub(lambda body, attempt: seen.append(body) or "ok")
+    with closing(create_backend(openai_config(server.base_url, params={"temperature": 0.0}))) as backend:
+        hi = [{"role": "user", "content": "hi"}]
+        backend.chat(hi)
+        assert seen[-1]["max_tokens"] == FALLBACK_MAX_TOKENS
+        backend.chat(hi, {"max_tokens": 7})
+        assert seen[-1]["max_tokens"] == 7
+        keyed = ChatRequest(hi).with_defaults(backend.params)
+        assert "max_tokens" not in keyed.params
+        assert cache_key("openai", "stub", keyed) == cache_key("openai", "stub", ChatRequest(hi, {"temperature": 0.0}))
