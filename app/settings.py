@@ -33,6 +33,7 @@ DEFAULTS: dict[str, Any] = {
     "llm_drop_prob": 0.1,
     "llm_swap_gender": True,
     "llm_edit_polar": 0.8,
+    "llm_edit_moved": 0.25,
     "llm_mode": "edit",
 }
 

@@ -55,6 +55,7 @@ DEFAULT_VALUES: dict[str, Any] = {
     "swap_gender": True,
     "mode": "edit",
     "edit_polar": 0.8,
+    "edit_moved": 0.25,
 }
 FIELDS = tuple(DEFAULT_VALUES)
 
@@ -138,6 +139,11 @@ class LLMDialog(QDialog):
         self.edit_polar.setToolTip("Edit mode: also edit every sentence that the ensemble, reading it alone, gives the "
                                    "original label with at least this probability (0: off; only sentences holding "
                                    "principal words are edited)")
+        self.edit_moved = QDoubleSpinBox(minimum=0.0, maximum=1.0, singleStep=0.05, decimals=2)
+        self.edit_moved.setSpecialValueText("off")
+        self.edit_moved.setToolTip("Edit mode: an edited sentence the ensemble, reading it alone, still does not give "
+                                   "the target label (P < 0.5, risen by less than this) is sent back once, saying it "
+                                   "still reads as the original label (a synonym instead of the opposite); 0: off")
         self.mode = QComboBox()
         self.mode.addItem("Edit sentences (keeps the rest of the text)", "edit")
         self.mode.addItem("Reconstruct from triples (CoBA paper)", "reconstruct")
@@ -154,6 +160,7 @@ class LLMDialog(QDialog):
         gen_form.addRow("Drop probability:", self.drop_prob)
         gen_form.addRow("", self.swap_gender)
         gen_form.addRow("Edit sentences read as original, P ≥", self.edit_polar)
+        gen_form.addRow("Repair edits that did not move, gain <", self.edit_moved)
 
         self.test_button = QPushButton("Test connection")
         self.test_button.clicked.connect(self.request_test)
@@ -207,6 +214,7 @@ class LLMDialog(QDialog):
         self.drop_prob.setValue(float(values["drop_prob"]))
         self.swap_gender.setChecked(bool(values["swap_gender"]))
         self.edit_polar.setValue(float(values.get("edit_polar", DEFAULT_VALUES["edit_polar"])))
+        self.edit_moved.setValue(float(values.get("edit_moved", DEFAULT_VALUES["edit_moved"])))
         self.mode.setCurrentIndex(max(self.mode.findData(str(values.get("mode") or "edit")), 0))
 
     def values(self) -> dict[str, Any]:
@@ -226,6 +234,7 @@ class LLMDialog(QDialog):
             "swap_gender": self.swap_gender.isChecked(),
             "mode": self.mode.currentData(),
             "edit_polar": round(self.edit_polar.value(), 2),
+            "edit_moved": round(self.edit_moved.value(), 2),
         }
 
     def config(self) -> LLMConfig:
@@ -368,4 +377,5 @@ def settings_from_values(values: Mapping[str, Any]) -> GenerateSettings:
         swap_gender=bool(values["swap_gender"]),
         mode=str(values["mode"] or "edit"),
         edit_polar=float(values["edit_polar"]),
+        edit_moved=float(values["edit_moved"]),
     )

@@ -51,10 +51,12 @@ class SentenceEdit:
     messages: list[dict[str, str]] = field(default_factory=list, repr=False)
     #: Why the sentence stayed as it was after its repair (``None``: edited, or not tried yet).
     failure: str | None = None
+    #: The accepted edit as the LLM wrote it; ``new`` is it after the gender swap.
+    answer: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"index": self.index, "original": self.original, "sentence": self.sentence, "change": self.change,
-                "keep": self.keep, "new": self.new, "raw": [r[:2000] for r in self.raw], "problems": self.problems,
+                "keep": self.keep, "new": self.new, "answer": self.answer, "raw": [r[:2000] for r in self.raw], "problems": self.problems,
                 "failure": self.failure}
 
 

@@ -4,14 +4,18 @@ Two modes (:attr:`GenerateSettings.mode`). **edit** (the default) keeps the orig
 replaces only the sentences that hold a principal triple or a principal content word:
 
 1. the example's triples (extracted here when missing) are categorised per sentence against the
-   vote's W_p and W_s; gendered words are swapped in the whole text (so every sentence agrees);
-2. each such sentence goes to the LLM alone (prompt ``edit_sentence``), with
-   its neighbours as context, its principal words to change and its spurious and (swapped)
-   gendered words to copy verbatim; the answer is checked (:func:`~engine.counterbias.edit.check_sentence`:
+   vote's W_p and W_s;
+2. each such sentence goes to the LLM alone, as written (prompt ``edit_sentence``), with
+   its neighbours as context, its principal words to change and its spurious and gendered words
+   to copy verbatim; the answer is checked (:func:`~engine.counterbias.edit.check_sentence`:
    changed, not far longer, every kept word present, nothing of the prompt's examples — a
    *prompt leak*) and repaired once (``edit_sentence_repair``) naming what was wrong, else the
    sentence stays as it was (its ``failure`` says why); the slot fails, with that reason, only
-   when none of its sentences could be edited;
+   when none of its sentences could be edited. A usable edit that the ensemble, reading the
+   sentence alone, still does not see move toward the target (``edit_moved``: a synonym where
+   the opposite was asked) is repaired once too, and the repair kept only if it reads more as
+   the target. Gendered words are swapped afterwards, in the edited and the untouched sentences
+   alike (the LLM never sees the swapped text: a small model wrote the original words back);
 3. the candidate is the original with just those sentences replaced (every other byte kept);
 4. flip strength: a candidate whose strongest principal words are still there, or that the
    ensemble still judges as the original label, gets one repair request per affected sentence
@@ -54,7 +58,7 @@ import random
 import re
 import sqlite3
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import closing, nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -93,6 +97,7 @@ from engine.progress import CancelToken, ProgressFn, ensure_token, no_progress, 
 from engine.store.locks import run_lock
 from engine.store.runs import recorded_run
 from engine.store.schema import now
+from engine.text import segment
 from engine.text.distance import word_edit_distance
 from engine.text.sentences import sentence_spans, split_sentences
 
@@ -315,8 +320,8 @@ def generate_counterbias(
             members = list(judge) if judge is not None else list(vote_set["params"].get("models") or [])
             guard = LeakGuard.from_prompts(LEAK_SOURCES[settings.mode])
             label_fn = _judge_fn(project, members, token) if settings.mode == "edit" and settings.repair_flip else None
-            polar_fn = (_polar_fn(project, members, token)
-                        if settings.mode == "edit" and settings.edit_polar > 0 and members else None)
+            polar_fn = (_polar_fn(project, members, token) if settings.mode == "edit" and members
+                        and (settings.edit_polar > 0 or settings.edit_moved > 0) else None)
             gen_progress = scaled(progress, 0.3, 0.9)
             gen_started = time.perf_counter()
             chunk_size = chunk_size or max(4, 2 * int(llm_config.concurrency))
@@ -369,15 +374,17 @@ def _polar_fn(project: Project, members: Sequence[str], token: CancelToken) -> A
 
     infos = {m: get_model(project, m) for m in members}
     single = [m for m, info in infos.items() if list(info.fields) == ["text"]]
+    if not single:
+        return None
 
     def polar(sentences: Sequence[str], label: str) -> list[float]:
-        if not sentences or not single:
-            return [0.0] * len(sentences)
+        if not sentences:
+            return []
         total = np.zeros(len(sentences))
         for name in single:
             labels = list(infos[name].labels)
-            if label not in labels:
-                return [0.0] * len(sentences)
+            if label not in labels:  # no verdict: compares false with any threshold
+                return [float("nan")] * len(sentences)
             total += predict(project, name, list(sentences), cancel=token)[:, labels.index(label)]
         return list(total / len(single))
 
@@ -605,7 +612,7 @@ def _chosen_sentences(plan: FieldPlan, sentences: Sequence[str], polar: Iterable
 
 def _plan_edits(slot: Slot, plan: FieldPlan, mapping: dict[str, str], polar_fn: Any = None,
                 min_polar: float = 1.0) -> tuple[str, list[tuple[int, int]]] | None:
-    """Fill ``plan.edits`` (the sentences to rewrite, gender-swapped); return the text's base and spans."""
+    """Fill ``plan.edits`` (the sentences to rewrite, as written); return the text's base and spans."""
     sentences = split_sentences(plan.original)
     if not sentences:
         slot.fail("edit", f"Example {slot.example['id']} ({plan.field}) has no sentence to edit.", retriable=False,
@@ -613,33 +620,32 @@ def _plan_edits(slot: Slot, plan: FieldPlan, mapping: dict[str, str], polar_fn: 
         return None
     base, spans = sentence_spans(plan.original, sentences)
     raw = [base[a:b] for a, b in spans]
-    swapped = []
     for sentence in raw:
-        new, found = swap_gender(sentence, mapping) if mapping else (sentence, [])
-        swapped.append(new)
-        plan.swaps.extend(found)
-    plan.others = list(swapped)
+        plan.swaps.extend(swap_gender(sentence, mapping)[1] if mapping else [])
+    # the LLM edits the sentences as written; the gender swap is applied to its answer (a model asked to
+    # copy "the male lead" of a swapped text wrote "the female lead" back, and the edit was refused)
+    plan.others = list(raw)
     polar: list[int] = []
-    if polar_fn is not None and plan.field == "text":
+    if polar_fn is not None and min_polar > 0 and plan.field == "text":
         probs = polar_fn(raw, str(slot.example["label"]))
         polar = [i for i, p in enumerate(probs) if p >= min_polar and len(raw[i].split()) >= 3]
         plan.polar = polar
     for i in _chosen_sentences(plan, raw, polar):
-        change = surface_words(swapped[i], _content(plan.principal))
-        gendered = [b for a, b in (swap_gender(raw[i], mapping)[1] if mapping else [])]
-        keep = list(dict.fromkeys([*_keep_words(raw[i], plan, mapping), *gendered]))
+        change = surface_words(raw[i], _content(plan.principal))
+        gendered = [a for a, b in (swap_gender(raw[i], mapping)[1] if mapping else [])]
+        keep = list(dict.fromkeys([*_keep_words(raw[i], plan, {}), *gendered]))
         keep = [w for w in keep if w.lower() not in {c.lower() for c in change}]
-        plan.edits.append(SentenceEdit(i, raw[i], swapped[i], change, keep))
+        plan.edits.append(SentenceEdit(i, raw[i], raw[i], change, keep))
     plan.keep = list(dict.fromkeys(w for e in plan.edits for w in e.keep))
     return base, spans
 
 
-def _edit_request(slot: Slot, plan: FieldPlan, edit: SentenceEdit, swapped: Sequence[str], task: str,
+def _edit_request(slot: Slot, plan: FieldPlan, edit: SentenceEdit, sentences: Sequence[str], task: str,
                   labels: Sequence[str], settings: GenerateSettings) -> ChatRequest:
-    before = swapped[edit.index - 1] if edit.index > 0 else ""
+    before = sentences[edit.index - 1] if edit.index > 0 else ""
     if plan.field == "hypothesis":
         before = f"(premise) {slot.example.get('premise') or ''}" + (f" (hypothesis) {before}" if edit.index else "")
-    after = swapped[edit.index + 1] if edit.index + 1 < len(swapped) else ""
+    after = sentences[edit.index + 1] if edit.index + 1 < len(sentences) else ""
     messages = load_prompt("edit_sentence").render(
         task=task, labels=", ".join(labels), before=before, sentence=edit.sentence, after=after,
         label=str(slot.example["label"]), target=slot.target, change=", ".join(edit.change) or "(not named)",
@@ -648,8 +654,9 @@ def _edit_request(slot: Slot, plan: FieldPlan, edit: SentenceEdit, swapped: Sequ
 
 
 def _take_edit(slot: Slot, plan: FieldPlan, edit: SentenceEdit, answer: ChatResult | Failure, guard: LeakGuard,
-               labels: Sequence[str], *, final: bool) -> str | None:
-    """Read an edit answer into ``edit``; return the problem when a repair request should follow."""
+               labels: Sequence[str], *, final: bool, swap: Callable[[str], str]) -> str | None:
+    """Read an edit answer into ``edit`` (``edit.new`` is it after ``swap``); return the problem when a repair
+    request should follow."""
     if isinstance(answer, Failure):
         slot.fail("edit", answer.message, retriable=answer.retriable, hint=answer.hint)
         return None
@@ -658,7 +665,7 @@ def _take_edit(slot: Slot, plan: FieldPlan, edit: SentenceEdit, answer: ChatResu
     problem = check_sentence(new, edit.sentence, edit.keep, guard=guard, original_text=plan.original, labels=labels,
                              others=plan.others, lean=slot.lean, target=slot.target)
     if problem is None:
-        edit.new = new
+        edit.answer, edit.new = new, swap(new)
         return None
     edit.problems.append(problem.reason)
     if final:  # the sentence stays as it was; the slot fails only if no sentence could be edited
@@ -696,20 +703,26 @@ def _edit_chunk(client: CachedClient, slots: list[Slot], dataset: DatasetInfo, s
             if found is None:
                 break
             base, spans = found
-            swapped = [swap_gender(base[a:b], mapping)[0] if mapping else base[a:b] for a, b in spans]
-            layout[id(plan)] = (base, spans, swapped)
-            jobs.extend((slot, plan, e, _edit_request(slot, plan, e, swapped, task, dataset.labels, settings))
+            layout[id(plan)] = (base, spans)
+            jobs.extend((slot, plan, e, _edit_request(slot, plan, e, plan.others, task, dataset.labels, settings))
                         for e in plan.edits)
     jobs = [j for j in jobs if j[0].error is None]
 
+    swap = (lambda text: swap_gender(text, mapping)[0]) if mapping else (lambda text: text)
     # 1. one request per sentence, one repair naming what was wrong
     answers = client.chat_many([j[3] for j in jobs], cancel=token).results
     retry = []
     for (slot, plan, edit, request), answer in zip(jobs, answers, strict=True):
         edit.messages = list(request.messages)
-        problem = _take_edit(slot, plan, edit, answer, guard, dataset.labels, final=False)
+        problem = _take_edit(slot, plan, edit, answer, guard, dataset.labels, final=False, swap=swap)
         if problem:
             retry.append((slot, plan, edit, request, answer, problem))
+    # a usable edit that still reads as the original label (a synonym where the opposite was asked) is
+    # repaired too; its first edit stays unless the repair reads more as the target
+    unmoved = _unmoved([(slot, plan, edit) for slot, plan, edit, _ in jobs if edit.answer is not None],
+                       polar_fn, settings.edit_moved)
+    retry += [(slot, plan, edit, request, answer, unmoved[id(edit)])
+              for (slot, plan, edit, request), answer in zip(jobs, answers, strict=True) if id(edit) in unmoved]
     if retry:
         repair = load_prompt("edit_sentence_repair")
         requests = []
@@ -720,15 +733,20 @@ def _edit_chunk(client: CachedClient, slots: list[Slot], dataset: DatasetInfo, s
                                             keep=", ".join(edit.keep) or "(none)")]
             requests.append(ChatRequest(edit.messages, request.params))
         second = client.chat_many(requests, cancel=token).results
+        firsts = {}
         for (slot, plan, edit, _, _, _), answer in zip(retry, second, strict=True):
-            _take_edit(slot, plan, edit, answer, guard, dataset.labels, final=True)
+            first = (edit.answer, edit.new) if id(edit) in unmoved else None
+            _take_edit(slot, plan, edit, answer, guard, dataset.labels, final=first is None, swap=swap)
+            if first is not None:
+                firsts[id(edit)] = (slot, edit, first)
+        _keep_closer(firsts, polar_fn)
     for slot in {id(j[0]): j[0] for j in jobs}.values():
         _fail_unedited(slot)
 
     # 2. the candidate: the original with the edited sentences replaced
     def build(slot: Slot) -> None:
         for plan in slot.fields:
-            base, spans, swapped = layout[id(plan)]
+            base, spans = layout[id(plan)]
             plan.text = assemble(base, spans, {e.index: e.new for e in plan.edits if e.new is not None},
                                  other=lambda s: swap_gender(s, mapping)[0] if mapping else s)
 
@@ -736,9 +754,58 @@ def _edit_chunk(client: CachedClient, slots: list[Slot], dataset: DatasetInfo, s
     for slot in live:
         build(slot)
     if settings.repair_flip and live:
-        _repair_flips(client, live, dataset, settings, token, guard, label_fn)
+        _repair_flips(client, live, dataset, settings, token, guard, label_fn, swap)
         for slot in live:
             build(slot)
+
+
+def _unmoved(done: Sequence[tuple[Slot, FieldPlan, SentenceEdit]], polar_fn: Any,
+             min_gain: float) -> dict[int, str]:
+    """Usable edits the ensemble, reading the sentence alone, does not see move to the target.
+
+    Unmoved: mean P(target) of the edited sentence below 0.5 and risen by less than ``min_gain``
+    over the original sentence's. Returns ``{id(edit): what to tell the LLM}``.
+    """
+    if polar_fn is None or min_gain <= 0:
+        return {}
+    out: dict[int, str] = {}
+    by_target: dict[str, list[tuple[Slot, SentenceEdit]]] = {}
+    for slot, plan, edit in done:
+        if plan.field == "text":
+            by_target.setdefault(slot.target, []).append((slot, edit))
+    for target, items in by_target.items():
+        probs = polar_fn([e.original for _, e in items] + [e.answer for _, e in items], target)
+        if probs is None:
+            return {}
+        before, after = probs[: len(items)], probs[len(items):]
+        for (slot, edit), p0, p1 in zip(items, before, after, strict=True):
+            if not (p1 < 0.5 and p1 - p0 < min_gain):  # NaN (a member without the label): no verdict
+                continue
+            edit.problems.append("unmoved")
+            label = str(slot.example["label"])
+            old = {w.key: w.text for w in segment(edit.original) if w.is_lexical}
+            new = {w.key: w.text for w in segment(edit.answer or "") if w.is_lexical}
+            added = [new[k] for k in new if k not in old and k not in FUNCTION_WORDS]
+            removed = [old[k] for k in old if k not in new and k not in FUNCTION_WORDS]
+            said = (f' {", ".join(f"{chr(34)}{w}{chr(34)}" for w in added[:4])} mean much the same as '
+                    f'{", ".join(f"{chr(34)}{w}{chr(34)}" for w in removed[:4])}.' if added and removed else "")
+            out[id(edit)] = (f"It still reads as {label}.{said} Use words of the opposite meaning, or add or "
+                             f"remove a negation, so that it reads as {target}.")
+    return out
+
+
+def _keep_closer(firsts: dict[int, tuple[Slot, SentenceEdit, tuple[str | None, str | None]]], polar_fn: Any) -> None:
+    """After repairing unmoved edits: keep the repair only where it reads more as the target than the first edit."""
+    changed = [(slot, edit, first) for slot, edit, first in firsts.values() if edit.answer != first[0]]
+    if not changed or polar_fn is None:
+        return
+    for target in {slot.target for slot, _, _ in changed}:
+        items = [(edit, first) for slot, edit, first in changed if slot.target == target]
+        probs = polar_fn([first[0] for _, first in items] + [edit.answer for edit, _ in items], target)
+        for (edit, first), p0, p1 in zip(items, probs[: len(items)], probs[len(items):], strict=True):
+            if not p1 > p0:
+                edit.answer, edit.new = first
+                edit.problems.append("repair kept out")
 
 
 def _strongest(plan: FieldPlan) -> list[str]:
@@ -751,7 +818,7 @@ def _strongest(plan: FieldPlan) -> list[str]:
 
 
 def _repair_flips(client: CachedClient, slots: list[Slot], dataset: DatasetInfo, settings: GenerateSettings,
-                  token: CancelToken, guard: LeakGuard, label_fn: Any) -> None:
+                  token: CancelToken, guard: LeakGuard, label_fn: Any, swap: Callable[[str], str]) -> None:
     """One repair for half-flipped candidates: strongest principal words left, or judged as the original label."""
     judged = label_fn([{**{k: s.example.get(k) for k in ("text", "premise", "hypothesis")},
                         **{p.field: p.text for p in s.fields}} for s in slots]) if label_fn else [None] * len(slots)
@@ -793,8 +860,8 @@ def _repair_flips(client: CachedClient, slots: list[Slot], dataset: DatasetInfo,
         new = clean_sentence(answer.text, edit.sentence)
         problem = check_sentence(new, edit.sentence, edit.keep, guard=guard, original_text=plan.original,
                                  labels=dataset.labels, others=plan.others, lean=slot.lean, target=slot.target)
-        if problem is None and new != edit.new:
-            edit.new = new
+        if problem is None and new != edit.answer:
+            edit.answer, edit.new = new, swap(new)
             plan.flip["repaired"].append(edit.index)
         else:
             plan.flip["rejected"].append({"sentence": edit.index,

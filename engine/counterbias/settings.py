@@ -62,6 +62,12 @@ class GenerateSettings:
         principal word (``0``: off). Human editors change every sentence that carries the label;
         a review whose other opinionated sentences stay as they were keeps its label. Needs the
         judge members.
+    edit_moved
+        Edit mode: an edited sentence that the ensemble, reading it alone, still does not give the
+        target (mean probability below 0.5) and whose target probability rose by less than this
+        gets one repair request saying so — a small model often answers a synonym ("tired" →
+        "weary") where the opposite was asked; the repair is kept only when it reads more as the
+        target (``0``: off). Needs the judge members.
     """
 
     mode: str = "edit"
@@ -77,6 +83,7 @@ class GenerateSettings:
     fields: tuple[str, ...] | None = None
     task: str | None = None
     edit_polar: float = 0.8
+    edit_moved: float = 0.25
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -90,6 +97,9 @@ class GenerateSettings:
         if not 0.0 <= self.edit_polar <= 1.0:
             raise GenerationConfigError(f"edit_polar {self.edit_polar} is out of range.",
                                         "Use a probability in [0, 1], e.g. 0.8, or 0 to turn it off.")
+        if not 0.0 <= self.edit_moved <= 1.0:
+            raise GenerationConfigError(f"edit_moved {self.edit_moved} is out of range.",
+                                        "Use a probability gain in [0, 1], e.g. 0.25, or 0 to turn it off.")
         if self.fields is not None:
             object.__setattr__(self, "fields", tuple(self.fields))
 

@@ -228,3 +228,105 @@ def test_sentences_the_ensemble_reads_as_the_original_label_are_edited_too(voted
     assert edited(0.99) == ([], [1])  # no sentence is read that surely as Positive by the tiny members
     polar, indices = edited(0.01)
     assert polar == [0, 1, 2] and indices == [0, 1, 2]
+
+
+def test_the_llm_edits_the_sentence_as_written_and_the_swap_follows(voted_project, stub, tmp_path):
+    # "Friday" is principal, so the sentence holding "brother" is edited: the LLM sees "brother" (a small
+    # model asked to copy a swapped "sister" wrote "brother" back), the candidate reads "sister"
+    _dataset_with_vote(voted_project, tmp_path, principal=("great", "Friday"), spurious=("plot",))
+    sent = []
+    server = stub(reply=lambda body: sent.append(body) or scripted_reply(body))
+    result, rows = _run(voted_project, server, repair_flip=False)
+    assert len(result.created) == 1, rows[0]["meta"].get("error")
+    asked = {sentence_to_edit(b) for b in sent if _editing(b)}
+    assert "I watched it with my brother on Friday." in asked
+    assert all("sister" not in b["messages"][-1]["content"] for b in sent if _editing(b))
+    edits = {e["index"]: e for e in rows[0]["meta"]["fields"][0]["edits"]}
+    assert "brother" in edits[0]["keep"] and "brother" in edits[0]["answer"] and "sister" in edits[0]["new"]
+    assert "my sister" in rows[0]["text"] and "brother" not in rows[0]["text"]
+
+
+def _lexicon_polar(project, members, token):
+    """A stand-in for the members reading sentences alone: P(Positive) from a few hand-picked words."""
+    score = {"great": 0.95, "lovely": 0.6, "fine": 0.55, "awful": 0.02, "dreadful": 0.02, "poor": 0.1}
+
+    def polar(sentences, label):
+        out = []
+        for s in sentences:
+            found = [p for w, p in score.items() if w in s.lower()]
+            p = min(found) if found else 0.5
+            out.append(p if label == "Positive" else 1 - p)
+        return out
+
+    return polar
+
+
+def test_an_edit_that_still_reads_as_the_original_label_is_repaired(voted_project, stub, tmp_path, monkeypatch):
+    """``edit_moved``: "great" → "fine" (a near-synonym) leaves the sentence Positive for the members;
+    one repair says so, and the repaired sentence is kept because it reads more as the target."""
+    import engine.counterbias.generate as generate
+
+    monkeypatch.setattr(generate, "_polar_fn", _lexicon_polar)
+    dataset = _dataset_with_vote(voted_project, tmp_path)
+    sent = []
+
+    def reply(body):
+        sent.append(body)
+        if not _editing(body):
+            return scripted_reply(body)
+        if "still reads as" in body["messages"][-1]["content"]:
+            return "The plot is dreadful and the music is lovely."
+        return "The plot is fine and the music is lovely."
+
+    server = stub(reply=reply)
+    config = LLMConfig(backend="openai", model="stub", base_url=server.base_url)
+    first = [int(next(iter(voted_project.iter_examples(dataset.id)))["id"])]
+    settings = GenerateSettings(swap_gender=False, repair_flip=False, edit_polar=0.0)
+    result = generate_counterbias(voted_project, dataset.id, first, config, settings=settings,
+                                  judge=["r:tiny-distilbert"])
+    row = candidate_rows(voted_project, dataset_id=dataset.id)[0]
+    assert len(result.created) == 1
+    assert "The plot is dreadful and the music is lovely." in row["text"]
+    edit = row["meta"]["fields"][0]["edits"][0]
+    assert edit["problems"] == ["unmoved"] and row["meta"]["repairs"] == {"edit": 1}
+    asked = [b["messages"][-1]["content"] for b in sent if "still reads as" in b["messages"][-1]["content"]]
+    assert len(asked) == 1 and '"fine" mean much the same as "great"' in asked[0]
+    assert "Negative" in asked[0]
+
+
+def test_a_repair_that_reads_less_as_the_target_is_kept_out(voted_project, stub, tmp_path, monkeypatch):
+    import engine.counterbias.generate as generate
+
+    monkeypatch.setattr(generate, "_polar_fn", _lexicon_polar)
+    dataset = _dataset_with_vote(voted_project, tmp_path)
+
+    def reply(body):
+        if not _editing(body):
+            return scripted_reply(body)
+        if "still reads as" in body["messages"][-1]["content"]:
+            return "The plot is great, truly great, and the music is lovely."
+        return "The plot is fine and the music is lovely."
+
+    server = stub(reply=reply)
+    config = LLMConfig(backend="openai", model="stub", base_url=server.base_url)
+    first = [int(next(iter(voted_project.iter_examples(dataset.id)))["id"])]
+    result = generate_counterbias(voted_project, dataset.id, first, config, judge=["r:tiny-distilbert"],
+                                  settings=GenerateSettings(swap_gender=False, repair_flip=False, edit_polar=0.0))
+    row = candidate_rows(voted_project, dataset_id=dataset.id)[0]
+    assert len(result.created) == 1 and "The plot is fine and the music is lovely." in row["text"]
+    assert row["meta"]["fields"][0]["edits"][0]["problems"] == ["unmoved", "repair kept out"]
+
+
+def test_edit_moved_off_sends_no_repair(voted_project, stub, tmp_path, monkeypatch):
+    import engine.counterbias.generate as generate
+
+    monkeypatch.setattr(generate, "_polar_fn", _lexicon_polar)
+    dataset = _dataset_with_vote(voted_project, tmp_path)
+    sent = []
+    server = stub(reply=lambda body: sent.append(body) or (
+        "The plot is fine and the music is lovely." if _editing(body) else scripted_reply(body)))
+    config = LLMConfig(backend="openai", model="stub", base_url=server.base_url)
+    first = [int(next(iter(voted_project.iter_examples(dataset.id)))["id"])]
+    generate_counterbias(voted_project, dataset.id, first, config, judge=["r:tiny-distilbert"],
+                         settings=GenerateSettings(swap_gender=False, repair_flip=False, edit_polar=0.0, edit_moved=0.0))
+    assert sum(_editing(b) for b in sent) == 1
