@@ -82,6 +82,7 @@ from engine.counterbias.manipulate import (
     format_triples,
     gender_map,
     matched_words,
+    names_person,
     swap_gender,
     swap_triple,
 )
@@ -136,6 +137,8 @@ class FieldPlan:
     flip: dict[str, Any] | None = None
     #: Sentences edited because the ensemble reads them alone as the original label (``edit_polar``).
     polar: list[int] = field(default_factory=list)
+    #: Whether the gender swap reaches pronouns (not when the text names a person).
+    pronouns: bool = True
 
     @property
     def to_rewrite(self) -> list[int]:
@@ -156,6 +159,7 @@ class FieldPlan:
             "edits": [e.to_dict() for e in self.edits],
             "flip_repair": self.flip,
             "polar": self.polar,
+            "pronouns_swapped": self.pronouns,
         }
 
 
@@ -506,12 +510,13 @@ def _keep_words(text: str, plan: FieldPlan, mapping: dict[str, str]) -> list[str
     # not alone: the swap of the whole text says what each occurrence became
     in_context: dict[str, str] = {}
     if mapping:
-        for a, b in swap_gender(text, mapping)[1]:
+        for a, b in swap_gender(text, mapping, pronouns=plan.pronouns)[1]:
             in_context.setdefault(a, b)
     out = []
     for word in surface_words(text, plan.spurious):
         if word.lower() not in principal:
-            out.append(in_context.get(word, swap_gender(word, mapping)[0]) if mapping else word)
+            out.append(in_context.get(word, swap_gender(word, mapping, pronouns=plan.pronouns)[0]) if mapping
+                       else word)
     return out
 
 
@@ -554,9 +559,10 @@ def _run_chunk(client: CachedClient, slots: list[Slot], dataset: DatasetInfo, se
             for i, new in zip(plan.to_rewrite, plan.rewritten, strict=True):
                 current[i] = new
             if mapping:
+                plan.pronouns = not names_person(plan.original)
                 swapped = []
                 for triple in current:
-                    new, found = swap_triple(triple, mapping)
+                    new, found = swap_triple(triple, mapping, pronouns=plan.pronouns)
                     swapped.append(new)
                     plan.swaps.extend(found)
                 current = swapped
@@ -620,8 +626,9 @@ def _plan_edits(slot: Slot, plan: FieldPlan, mapping: dict[str, str], polar_fn: 
         return None
     base, spans = sentence_spans(plan.original, sentences)
     raw = [base[a:b] for a, b in spans]
+    plan.pronouns = not (mapping and names_person(plan.original))
     for sentence in raw:
-        plan.swaps.extend(swap_gender(sentence, mapping)[1] if mapping else [])
+        plan.swaps.extend(swap_gender(sentence, mapping, pronouns=plan.pronouns)[1] if mapping else [])
     # the LLM edits the sentences as written; the gender swap is applied to its answer (a model asked to
     # copy "the male lead" of a swapped text wrote "the female lead" back, and the edit was refused)
     plan.others = list(raw)
@@ -632,7 +639,7 @@ def _plan_edits(slot: Slot, plan: FieldPlan, mapping: dict[str, str], polar_fn: 
         plan.polar = polar
     for i in _chosen_sentences(plan, raw, polar):
         change = surface_words(raw[i], _content(plan.principal))
-        gendered = [a for a, b in (swap_gender(raw[i], mapping)[1] if mapping else [])]
+        gendered = [a for a, b in (swap_gender(raw[i], mapping, pronouns=plan.pronouns)[1] if mapping else [])]
         keep = list(dict.fromkeys([*_keep_words(raw[i], plan, {}), *gendered]))
         keep = [w for w in keep if w.lower() not in {c.lower() for c in change}]
         plan.edits.append(SentenceEdit(i, raw[i], raw[i], change, keep))
@@ -708,13 +715,13 @@ def _edit_chunk(client: CachedClient, slots: list[Slot], dataset: DatasetInfo, s
                         for e in plan.edits)
     jobs = [j for j in jobs if j[0].error is None]
 
-    swap = (lambda text: swap_gender(text, mapping)[0]) if mapping else (lambda text: text)
     # 1. one request per sentence, one repair naming what was wrong
     answers = client.chat_many([j[3] for j in jobs], cancel=token).results
     retry = []
     for (slot, plan, edit, request), answer in zip(jobs, answers, strict=True):
         edit.messages = list(request.messages)
-        problem = _take_edit(slot, plan, edit, answer, guard, dataset.labels, final=False, swap=swap)
+        problem = _take_edit(slot, plan, edit, answer, guard, dataset.labels, final=False,
+                             swap=_swapper(plan, mapping))
         if problem:
             retry.append((slot, plan, edit, request, answer, problem))
     # a usable edit that still reads as the original label (a synonym where the opposite was asked) is
@@ -736,7 +743,8 @@ def _edit_chunk(client: CachedClient, slots: list[Slot], dataset: DatasetInfo, s
         firsts = {}
         for (slot, plan, edit, _, _, _), answer in zip(retry, second, strict=True):
             first = (edit.answer, edit.new) if id(edit) in unmoved else None
-            _take_edit(slot, plan, edit, answer, guard, dataset.labels, final=first is None, swap=swap)
+            _take_edit(slot, plan, edit, answer, guard, dataset.labels, final=first is None,
+                       swap=_swapper(plan, mapping))
             if first is not None:
                 firsts[id(edit)] = (slot, edit, first)
         _keep_closer(firsts, polar_fn)
@@ -748,15 +756,22 @@ def _edit_chunk(client: CachedClient, slots: list[Slot], dataset: DatasetInfo, s
         for plan in slot.fields:
             base, spans = layout[id(plan)]
             plan.text = assemble(base, spans, {e.index: e.new for e in plan.edits if e.new is not None},
-                                 other=lambda s: swap_gender(s, mapping)[0] if mapping else s)
+                                 other=_swapper(plan, mapping))
 
     live = [s for s in slots if s.error is None and all(id(p) in layout for p in s.fields)]
     for slot in live:
         build(slot)
     if settings.repair_flip and live:
-        _repair_flips(client, live, dataset, settings, token, guard, label_fn, swap)
+        _repair_flips(client, live, dataset, settings, token, guard, label_fn, mapping)
         for slot in live:
             build(slot)
+
+
+def _swapper(plan: FieldPlan, mapping: dict[str, str]) -> Callable[[str], str]:
+    """The gender swap of one field's sentences (its pronouns kept when the text names a person)."""
+    if not mapping:
+        return lambda text: text
+    return lambda text: swap_gender(text, mapping, pronouns=plan.pronouns)[0]
 
 
 def _unmoved(done: Sequence[tuple[Slot, FieldPlan, SentenceEdit]], polar_fn: Any,
@@ -818,7 +833,7 @@ def _strongest(plan: FieldPlan) -> list[str]:
 
 
 def _repair_flips(client: CachedClient, slots: list[Slot], dataset: DatasetInfo, settings: GenerateSettings,
-                  token: CancelToken, guard: LeakGuard, label_fn: Any, swap: Callable[[str], str]) -> None:
+                  token: CancelToken, guard: LeakGuard, label_fn: Any, mapping: dict[str, str]) -> None:
     """One repair for half-flipped candidates: strongest principal words left, or judged as the original label."""
     judged = label_fn([{**{k: s.example.get(k) for k in ("text", "premise", "hypothesis")},
                         **{p.field: p.text for p in s.fields}} for s in slots]) if label_fn else [None] * len(slots)
@@ -861,7 +876,7 @@ def _repair_flips(client: CachedClient, slots: list[Slot], dataset: DatasetInfo,
         problem = check_sentence(new, edit.sentence, edit.keep, guard=guard, original_text=plan.original,
                                  labels=dataset.labels, others=plan.others, lean=slot.lean, target=slot.target)
         if problem is None and new != edit.answer:
-            edit.answer, edit.new = new, swap(new)
+            edit.answer, edit.new = new, _swapper(plan, mapping)(new)
             plan.flip["repaired"].append(edit.index)
         else:
             plan.flip["rejected"].append({"sentence": edit.index,

