@@ -315,17 +315,20 @@ def generate_counterbias(
             result.triples_failed = triples.failed_ids
             votes = _votes(project, dataset, vote_set, vote_set_id is not None, ids)
             slots, result.skipped = _plan(project, dataset, ids, votes, settings, key, fields)
-            if settings.mode == "edit":  # an edited sentence must not lean further from its target than before
-                by_label = label_word_z(project, dataset.id)
-                for slot in slots:
-                    if slot.target in by_label:
-                        slot.lean = label_lean(by_label[slot.target])
             mapping = _gender_mapping() if settings.swap_gender else {}
             members = list(judge) if judge is not None else list(vote_set["params"].get("models") or [])
             guard = LeakGuard.from_prompts(LEAK_SOURCES[settings.mode])
             label_fn = _judge_fn(project, members, token) if settings.mode == "edit" and settings.repair_flip else None
             polar_fn = (_polar_fn(project, members, token) if settings.mode == "edit" and members
                         and (settings.edit_polar > 0 or settings.edit_moved > 0) else None)
+            if settings.mode == "edit" and (polar_fn is None or settings.edit_moved <= 0):
+                # without the members' reading of each sentence, the labels' word z-statistics say whether an
+                # edited sentence leans further from its target than before (a cruder test: it refused
+                # "not as solid as" -> "much stronger than")
+                by_label = label_word_z(project, dataset.id)
+                for slot in slots:
+                    if slot.target in by_label:
+                        slot.lean = label_lean(by_label[slot.target])
             gen_progress = scaled(progress, 0.3, 0.9)
             gen_started = time.perf_counter()
             chunk_size = chunk_size or max(4, 2 * int(llm_config.concurrency))
@@ -728,7 +731,7 @@ def _edit_chunk(client: CachedClient, slots: list[Slot], dataset: DatasetInfo, s
     # repaired too; its first edit stays unless the repair reads more as the target
     unmoved = _unmoved([(slot, plan, edit) for slot, plan, edit, _ in jobs if edit.answer is not None],
                        polar_fn, settings.edit_moved)
-    retry += [(slot, plan, edit, request, answer, unmoved[id(edit)])
+    retry += [(slot, plan, edit, request, answer, unmoved[id(edit)][0])
               for (slot, plan, edit, request), answer in zip(jobs, answers, strict=True) if id(edit) in unmoved]
     if retry:
         repair = load_prompt("edit_sentence_repair")
@@ -746,8 +749,9 @@ def _edit_chunk(client: CachedClient, slots: list[Slot], dataset: DatasetInfo, s
             _take_edit(slot, plan, edit, answer, guard, dataset.labels, final=first is None,
                        swap=_swapper(plan, mapping))
             if first is not None:
-                firsts[id(edit)] = (slot, edit, first)
-        _keep_closer(firsts, polar_fn)
+                firsts[id(edit)] = (slot, edit, first, unmoved[id(edit)][1])
+        if firsts:
+            _settle(firsts, polar_fn)
     for slot in {id(j[0]): j[0] for j in jobs}.values():
         _fail_unedited(slot)
 
@@ -767,6 +771,11 @@ def _edit_chunk(client: CachedClient, slots: list[Slot], dataset: DatasetInfo, s
             build(slot)
 
 
+#: How far the members' P(target) of an edited sentence may fall below the original sentence's before the edit
+#: counts as moved the wrong way (edit mode with ``edit_moved``).
+WRONG_WAY = 0.1
+
+
 def _swapper(plan: FieldPlan, mapping: dict[str, str]) -> Callable[[str], str]:
     """The gender swap of one field's sentences (its pronouns kept when the text names a person)."""
     if not mapping:
@@ -775,15 +784,16 @@ def _swapper(plan: FieldPlan, mapping: dict[str, str]) -> Callable[[str], str]:
 
 
 def _unmoved(done: Sequence[tuple[Slot, FieldPlan, SentenceEdit]], polar_fn: Any,
-             min_gain: float) -> dict[int, str]:
+             min_gain: float) -> dict[int, tuple[str, float]]:
     """Usable edits the ensemble, reading the sentence alone, does not see move to the target.
 
     Unmoved: mean P(target) of the edited sentence below 0.5 and risen by less than ``min_gain``
-    over the original sentence's. Returns ``{id(edit): what to tell the LLM}``.
+    over the original sentence's (fallen, too: moved the wrong way). Returns ``{id(edit): (what
+    to tell the LLM, the original sentence's P(target))}``.
     """
     if polar_fn is None or min_gain <= 0:
         return {}
-    out: dict[int, str] = {}
+    out: dict[int, tuple[str, float]] = {}
     by_target: dict[str, list[tuple[Slot, SentenceEdit]]] = {}
     for slot, plan, edit in done:
         if plan.field == "text":
@@ -802,25 +812,40 @@ def _unmoved(done: Sequence[tuple[Slot, FieldPlan, SentenceEdit]], polar_fn: Any
             new = {w.key: w.text for w in segment(edit.answer or "") if w.is_lexical}
             added = [new[k] for k in new if k not in old and k not in FUNCTION_WORDS]
             removed = [old[k] for k in old if k not in new and k not in FUNCTION_WORDS]
-            said = (f' {", ".join(f"{chr(34)}{w}{chr(34)}" for w in added[:4])} mean much the same as '
-                    f'{", ".join(f"{chr(34)}{w}{chr(34)}" for w in removed[:4])}.' if added and removed else "")
-            out[id(edit)] = (f"It still reads as {label}.{said} Use words of the opposite meaning, or add or "
-                             f"remove a negation, so that it reads as {target}.")
+            quoted = ", ".join(f'"{w}"' for w in added[:4])
+            if p1 < p0 - WRONG_WAY:
+                said = f" {quoted} point away from {target}." if added else ""
+                message = f"It reads less as {target} than the sentence did.{said}"
+            else:
+                said = (f" {quoted} mean much the same as " + ", ".join(f'"{w}"' for w in removed[:4]) + "."
+                        if added and removed else "")
+                message = f"It still reads as {label}.{said}"
+            out[id(edit)] = (f"{message} Use words of the opposite meaning, or add or remove a negation, so that "
+                             f"it reads as {target}.", float(p0))
     return out
 
 
-def _keep_closer(firsts: dict[int, tuple[Slot, SentenceEdit, tuple[str | None, str | None]]], polar_fn: Any) -> None:
-    """After repairing unmoved edits: keep the repair only where it reads more as the target than the first edit."""
-    changed = [(slot, edit, first) for slot, edit, first in firsts.values() if edit.answer != first[0]]
-    if not changed or polar_fn is None:
-        return
-    for target in {slot.target for slot, _, _ in changed}:
-        items = [(edit, first) for slot, edit, first in changed if slot.target == target]
-        probs = polar_fn([first[0] for _, first in items] + [edit.answer for edit, _ in items], target)
-        for (edit, first), p0, p1 in zip(items, probs[: len(items)], probs[len(items):], strict=True):
-            if not p1 > p0:
+def _settle(firsts: dict[int, tuple[Slot, SentenceEdit, tuple[str | None, str | None], float]], polar_fn: Any) -> None:
+    """After repairing unmoved edits: keep whichever of the first edit and the repair reads more as the target;
+    drop the edit (the sentence stays as it was) when even that one reads less as the target than the sentence."""
+    for target in {slot.target for slot, _, _, _ in firsts.values()}:
+        items = [(edit, first, p0) for slot, edit, first, p0 in firsts.values() if slot.target == target]
+        repaired = [(edit, first, p0) for edit, first, p0 in items if edit.answer != first[0]]
+        probs = polar_fn([first[0] for _, first, _ in items] + [edit.answer for edit, _, _ in repaired], target)
+        p_first = dict(zip((id(e) for e, _, _ in items), probs[: len(items)], strict=True))
+        p_repair = dict(zip((id(e) for e, _, _ in repaired), probs[len(items):], strict=True))
+        for edit, first, p0 in items:
+            best = p_repair.get(id(edit), float("-inf"))
+            if not best > p_first[id(edit)]:
+                if id(edit) in p_repair:
+                    edit.problems.append("repair kept out")
                 edit.answer, edit.new = first
-                edit.problems.append("repair kept out")
+                best = p_first[id(edit)]
+            if best < p0 - WRONG_WAY:
+                edit.answer = edit.new = None
+                edit.problems.append("wrong direction")
+                edit.failure = (f"Sentence {edit.index + 1}: every edit read less as {target} than the sentence "
+                                f"(members, P {best:.2f} < {p0:.2f}).")
 
 
 def _strongest(plan: FieldPlan) -> list[str]:

@@ -248,7 +248,7 @@ def test_the_llm_edits_the_sentence_as_written_and_the_swap_follows(voted_projec
 
 def _lexicon_polar(project, members, token):
     """A stand-in for the members reading sentences alone: P(Positive) from a few hand-picked words."""
-    score = {"great": 0.95, "lovely": 0.6, "fine": 0.55, "awful": 0.02, "dreadful": 0.02, "poor": 0.1}
+    score = {"great": 0.95, "superb": 0.99, "lovely": 0.6, "fine": 0.55, "awful": 0.02, "dreadful": 0.02, "poor": 0.1}
 
     def polar(sentences, label):
         out = []
@@ -330,3 +330,26 @@ def test_edit_moved_off_sends_no_repair(voted_project, stub, tmp_path, monkeypat
     generate_counterbias(voted_project, dataset.id, first, config, judge=["r:tiny-distilbert"],
                          settings=GenerateSettings(swap_gender=False, repair_flip=False, edit_polar=0.0, edit_moved=0.0))
     assert sum(_editing(b) for b in sent) == 1
+
+
+def test_an_edit_that_moves_away_from_the_target_is_dropped(voted_project, stub, tmp_path, monkeypatch):
+    """Both the edit and its repair read less as the target (Negative) than the sentence: it stays as it was,
+    and a candidate with no other edited sentence fails with that reason."""
+    import engine.counterbias.generate as generate
+
+    monkeypatch.setattr(generate, "_polar_fn", _lexicon_polar)
+    dataset = _dataset_with_vote(voted_project, tmp_path)
+    sent = []
+    server = stub(reply=lambda body: sent.append(body) or (
+        "The plot is great and the music is superb." if _editing(body) else scripted_reply(body)))
+    config = LLMConfig(backend="openai", model="stub", base_url=server.base_url)
+    first = [int(next(iter(voted_project.iter_examples(dataset.id)))["id"])]
+    result = generate_counterbias(voted_project, dataset.id, first, config, judge=["r:tiny-distilbert"],
+                                  settings=GenerateSettings(swap_gender=False, repair_flip=False, edit_polar=0.0))
+    row = candidate_rows(voted_project, dataset_id=dataset.id)[0]
+    assert not result.created and row["status"] == "failed"
+    assert row["meta"]["error"]["reason"] == "wrong direction"
+    edit = row["meta"]["fields"][0]["edits"][0]
+    assert edit["new"] is None and edit["problems"] == ["unmoved", "wrong direction"]  # the repair repeated it
+    asked = [b["messages"][-1]["content"] for b in sent if _editing(b) and "cannot be used" in b["messages"][-1]["content"]]
+    assert len(asked) == 1 and 'reads less as Negative than the sentence did. "superb" point away' in asked[0]
