@@ -68,7 +68,9 @@ class GenerateSettings:
         target (mean probability below 0.5) and whose target probability rose by less than this
         gets one repair request saying so — a small model often answers a synonym ("tired" →
         "weary") where the opposite was asked; the repair is kept only when it reads more as the
-        target (``0``: off). Needs the judge members.
+        target, and an edit that still reads less as the target than the sentence did is dropped
+        (the sentence stays). With it, the members' reading replaces the cruder word z-statistics
+        test of direction (``0``: off, and the z test is used). Needs the judge members.
     """
 
     mode: str = "edit"
