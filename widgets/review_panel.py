@@ -191,9 +191,13 @@ def candidate_html(candidate: dict[str, Any]) -> str:
                 steps.append(f"<li>{esc(' | '.join(triple))}{arrow}</li>")
         for e in plan.get("edits") or []:
             new = e.get("new")
-            steps.append(f"<li>sentence {int(e.get('index', 0)) + 1}: {esc(str(e.get('sentence', '')))}"
-                         + (f" → {esc(new)}" if new else " (not usable: "
-                            + esc(", ".join(e.get("problems") or [])) + ")") + "</li>")
+            problems = ", ".join(e.get("problems") or [])
+            if new:  # used; problems are what its repair fixed ("unmoved": still read as the original label)
+                shown = f" → {esc(new)}" + (f" <span style='color:#777'>(after: {esc(problems)})</span>"
+                                            if problems else "")
+            else:
+                shown = f" (not usable: {esc(problems)})"
+            steps.append(f"<li>sentence {int(e.get('index', 0)) + 1}: {esc(str(e.get('sentence', '')))}{shown}</li>")
         for a, b in plan.get("gender_swaps") or []:
             steps.append(f"<li>gender swap: {esc(a)} → {esc(b)}</li>")
         if plan.get("fallback"):
