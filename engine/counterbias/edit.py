@@ -131,6 +131,17 @@ def _norm(text: str) -> str:
     return " ".join(re.findall(r"\w+", text.lower()))
 
 
+#: Words in a row that an edited sentence may not share with another sentence of the text (unless the
+#: edited sentence had them): more is a copy of the context ("… or should i say the abundance of
+#: Apparently talent was a factor when the casting director came to town").
+COPIED_RUN = 6
+
+
+def _ngrams(text: str, n: int = COPIED_RUN) -> set[tuple[str, ...]]:
+    words = _norm(text).split()
+    return {tuple(words[i:i + n]) for i in range(len(words) - n + 1)}
+
+
 #: Word-level edit distance above which an answer is a new sentence, not an edit (from 5 words on).
 MAX_SENTENCE_DISTANCE = 0.8
 
@@ -195,7 +206,8 @@ def check_sentence(new: str, sentence: str, keep: Sequence[str], *, guard: LeakG
     for other in others:
         if _norm(other) == _norm(sentence) or len(_norm(other).split()) < 4:
             continue
-        if f" {_norm(other)} " in f" {_norm(new)} " or word_edit_distance(other, new) < own:
+        if (f" {_norm(other)} " in f" {_norm(new)} " or word_edit_distance(other, new) < own
+                or _ngrams(new) & (_ngrams(other) - _ngrams(sentence))):
             return Check("wrong sentence", "It copies another sentence of the text instead of editing the sentence "
                          "to edit.")
     if len(_norm(sentence).split()) >= 5 and own > MAX_SENTENCE_DISTANCE:

@@ -788,7 +788,8 @@ def _unmoved(done: Sequence[tuple[Slot, FieldPlan, SentenceEdit]], polar_fn: Any
     """Usable edits the ensemble, reading the sentence alone, does not see move to the target.
 
     Unmoved: mean P(target) of the edited sentence below 0.5 and risen by less than ``min_gain``
-    over the original sentence's (fallen, too: moved the wrong way). Returns ``{id(edit): (what
+    over the original sentence's, or fallen by more than :data:`WRONG_WAY` (moved the wrong way:
+    "how much joy you take away" → "how much sorrow", with Positive the target). Returns ``{id(edit): (what
     to tell the LLM, the original sentence's P(target))}``.
     """
     if polar_fn is None or min_gain <= 0:
@@ -804,7 +805,8 @@ def _unmoved(done: Sequence[tuple[Slot, FieldPlan, SentenceEdit]], polar_fn: Any
             return {}
         before, after = probs[: len(items)], probs[len(items):]
         for (slot, edit), p0, p1 in zip(items, before, after, strict=True):
-            if not (p1 < 0.5 and p1 - p0 < min_gain):  # NaN (a member without the label): no verdict
+            # NaN (a member without the label): no verdict
+            if not ((p1 < 0.5 and p1 - p0 < min_gain) or p1 < p0 - WRONG_WAY):
                 continue
             edit.problems.append("unmoved")
             label = str(slot.example["label"])

@@ -52,6 +52,12 @@ def test_an_answer_copying_the_context_or_replacing_the_sentence_is_refused():
     assert check_sentence(doubled, sentence, [], others=sentences).reason == "wrong sentence"
     assert check_sentence("A masterpiece from start to finish, truly.", sentence, [], others=sentences).reason == "not an edit"
     assert check_sentence("The plot is dull and the music is lovely.", sentence, [], others=sentences) is None
+    # an edit of the next sentence glued on (six words in a row of it that the sentence did not have)
+    lines = ["and the acting, or should i say the lack thereof?",
+             "apparently talent wasn't a factor when the casting director came to town."]
+    glued = "and the acting, or should i say the abundance of Apparently talent was a factor when the casting director came to town."
+    assert check_sentence(glued, lines[0], [], others=lines).reason == "wrong sentence"
+    assert check_sentence("and the acting, or should i say the abundance thereof?", lines[0], [], others=lines) is None
 
 
 def test_an_edit_leaning_away_from_the_target_is_refused():
@@ -68,3 +74,28 @@ def test_an_edit_leaning_away_from_the_target_is_refused():
     # words without a clear label (film) or unknown to the data change nothing
     assert check_sentence("It is a bad movie to watch.", "It is a bad film to watch.", [], lean=lean,
                           target="Positive") is None
+
+
+def test_unmoved_edits_are_the_flat_and_the_backward_ones():
+    """``_unmoved`` on hand-made readings: flat and below 0.5 → repair; fallen by more than WRONG_WAY → repair
+    even above 0.5 ("joy" → "sorrow" in a sentence the members still read as the target); risen → kept."""
+    from engine.counterbias.edit import SentenceEdit
+    from engine.counterbias.generate import FieldPlan, Slot, _unmoved
+
+    reading = {"much joy": 0.91, "much sorrow": 0.62, "tired cast": 0.2, "weary cast": 0.22, "lively cast": 0.7}
+
+    def polar(sentences, label):
+        assert label == "Positive"
+        return [next(p for k, p in reading.items() if k in s) for s in sentences]
+
+    slot = Slot({"id": 1, "label": "Negative"}, "Positive", 0, [], [])
+    plan = FieldPlan("text", "", [], [])
+    edits = [SentenceEdit(0, "How much joy.", "How much joy.", ["joy"], [], answer="How much sorrow."),
+             SentenceEdit(1, "A tired cast.", "A tired cast.", ["tired"], [], answer="A weary cast."),
+             SentenceEdit(2, "A tired cast!", "A tired cast!", ["tired"], [], answer="A lively cast!")]
+    found = _unmoved([(slot, plan, e) for e in edits], polar, 0.25)
+    assert set(found) == {id(edits[0]), id(edits[1])}
+    assert found[id(edits[0])][0].startswith('It reads less as Positive than the sentence did. "sorrow" point away')
+    assert found[id(edits[1])][0].startswith('It still reads as Negative. "weary" mean much the same as "tired".')
+    assert found[id(edits[0])][1] == 0.91
+    assert _unmoved([(slot, plan, e) for e in edits], polar, 0.0) == {}
