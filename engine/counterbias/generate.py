@@ -137,8 +137,8 @@ class FieldPlan:
     flip: dict[str, Any] | None = None
     #: Sentences edited because the ensemble reads them alone as the original label (``edit_polar``).
     polar: list[int] = field(default_factory=list)
-    #: Whether the gender swap reaches pronouns (not when the text names a person).
-    pronouns: bool = True
+    #: Whether gendered words are swapped in this field (not when the text names a person).
+    gender: bool = True
 
     @property
     def to_rewrite(self) -> list[int]:
@@ -159,7 +159,7 @@ class FieldPlan:
             "edits": [e.to_dict() for e in self.edits],
             "flip_repair": self.flip,
             "polar": self.polar,
-            "pronouns_swapped": self.pronouns,
+            "gender_swapped": self.gender,
         }
 
 
@@ -513,13 +513,12 @@ def _keep_words(text: str, plan: FieldPlan, mapping: dict[str, str]) -> list[str
     # not alone: the swap of the whole text says what each occurrence became
     in_context: dict[str, str] = {}
     if mapping:
-        for a, b in swap_gender(text, mapping, pronouns=plan.pronouns)[1]:
+        for a, b in swap_gender(text, mapping)[1]:
             in_context.setdefault(a, b)
     out = []
     for word in surface_words(text, plan.spurious):
         if word.lower() not in principal:
-            out.append(in_context.get(word, swap_gender(word, mapping, pronouns=plan.pronouns)[0]) if mapping
-                       else word)
+            out.append(in_context.get(word, swap_gender(word, mapping)[0]) if mapping else word)
     return out
 
 
@@ -561,16 +560,16 @@ def _run_chunk(client: CachedClient, slots: list[Slot], dataset: DatasetInfo, se
             current = list(plan.triples)
             for i, new in zip(plan.to_rewrite, plan.rewritten, strict=True):
                 current[i] = new
-            if mapping:
-                plan.pronouns = not names_person(plan.original)
+            plan.gender = bool(mapping) and not names_person(plan.original)
+            if plan.gender:
                 swapped = []
                 for triple in current:
-                    new, found = swap_triple(triple, mapping, pronouns=plan.pronouns)
+                    new, found = swap_triple(triple, mapping)
                     swapped.append(new)
                     plan.swaps.extend(found)
                 current = swapped
             plan.order = arrange(plan.categories, rng, shuffle=settings.shuffle, drop_prob=settings.drop_prob)
-            plan.keep = _keep_words(plan.original, plan, mapping)
+            plan.keep = _keep_words(plan.original, plan, mapping if plan.gender else {})
             plan.final = [current[i] for i in plan.order]
 
     # 3. reconstruct the text from the ordered triples
@@ -629,9 +628,10 @@ def _plan_edits(slot: Slot, plan: FieldPlan, mapping: dict[str, str], polar_fn: 
         return None
     base, spans = sentence_spans(plan.original, sentences)
     raw = [base[a:b] for a, b in spans]
-    plan.pronouns = not (mapping and names_person(plan.original))
+    plan.gender = bool(mapping) and not names_person(plan.original)
+    mapping = mapping if plan.gender else {}
     for sentence in raw:
-        plan.swaps.extend(swap_gender(sentence, mapping, pronouns=plan.pronouns)[1] if mapping else [])
+        plan.swaps.extend(swap_gender(sentence, mapping)[1] if mapping else [])
     # the LLM edits the sentences as written; the gender swap is applied to its answer (a model asked to
     # copy "the male lead" of a swapped text wrote "the female lead" back, and the edit was refused)
     plan.others = list(raw)
@@ -642,7 +642,7 @@ def _plan_edits(slot: Slot, plan: FieldPlan, mapping: dict[str, str], polar_fn: 
         plan.polar = polar
     for i in _chosen_sentences(plan, raw, polar):
         change = surface_words(raw[i], _content(plan.principal))
-        gendered = [a for a, b in (swap_gender(raw[i], mapping, pronouns=plan.pronouns)[1] if mapping else [])]
+        gendered = [a for a, b in (swap_gender(raw[i], mapping)[1] if mapping else [])]
         keep = list(dict.fromkeys([*_keep_words(raw[i], plan, {}), *gendered]))
         keep = [w for w in keep if w.lower() not in {c.lower() for c in change}]
         plan.edits.append(SentenceEdit(i, raw[i], raw[i], change, keep))
@@ -777,10 +777,10 @@ WRONG_WAY = 0.1
 
 
 def _swapper(plan: FieldPlan, mapping: dict[str, str]) -> Callable[[str], str]:
-    """The gender swap of one field's sentences (its pronouns kept when the text names a person)."""
-    if not mapping:
+    """The gender swap of one field's sentences (none when the text names a person: :func:`names_person`)."""
+    if not mapping or not plan.gender:
         return lambda text: text
-    return lambda text: swap_gender(text, mapping, pronouns=plan.pronouns)[0]
+    return lambda text: swap_gender(text, mapping)[0]
 
 
 def _unmoved(done: Sequence[tuple[Slot, FieldPlan, SentenceEdit]], polar_fn: Any,

@@ -140,8 +140,6 @@ def _match_case(source: str, word: str) -> str:
 #: A word with its hyphen and apostrophe parts (``god-awful``, ``he's``, ``father-in-law``), never
 #: a piece of a longer run of letters and digits.
 _TOKEN = re.compile(r"(?<![\w'\u2019-])[^\W\d_]+(?:[-'\u2019][^\W\d_]+)*(?![\w])")
-#: Personal pronouns: kept by :func:`swap_gender` with ``pronouns=False`` (a text that names a person).
-PRONOUNS = frozenset({"he", "him", "his", "she", "her", "hers", "himself", "herself"})
 #: Clitics kept as they are when the word before them is swapped (``he's`` → ``she's``).
 _CLITICS = frozenset({"s", "d", "ll", "re", "ve", "m"})
 #: First parts of a compound after which the last part is still swapped (``ex-wife`` → ``ex-husband``).
@@ -205,15 +203,15 @@ def _tags_by_offset(text: str) -> dict[int, str] | None:
 def names_person(text: str) -> bool:
     """Whether ``text`` names a person (spaCy's entity recogniser; ``False`` without spaCy).
 
-    A text that names people ("A tired Burt Reynolds plays a mercenary battling his employers")
-    keeps its pronouns under the gender swap: they most likely refer to those people, and
-    "Burt Reynolds … her employers" changes a fact instead of a gendered word.
+    Generation leaves the gendered words of such a text as they are: its pronouns and gendered
+    nouns mostly refer to the people it names, and swapping them changed facts ("Burt Reynolds …
+    her employers", "Alice Krige is outstanding as the father") or, with the pronouns kept, broke
+    the text's own references ("the boy gets drunk … he puts her to bed").
     """
     return bool(spacy_people(text))
 
 
-def swap_gender(text: str, mapping: Mapping[str, str], *, grammar: bool = True,
-                pronouns: bool = True) -> tuple[str, list[tuple[str, str]]]:
+def swap_gender(text: str, mapping: Mapping[str, str], *, grammar: bool = True) -> tuple[str, list[tuple[str, str]]]:
     """Replace each gendered word of ``text`` by its counterpart.
 
     Whole words only: a word is never swapped inside a longer word or a hyphenated compound
@@ -223,9 +221,7 @@ def swap_gender(text: str, mapping: Mapping[str, str], *, grammar: bool = True,
     King``, ``Prince Valiant``: a proper noun by the tagger, titles such as ``Mr.`` excepted). With ``grammar``, ``her`` / ``his``
     follow their part of speech (spaCy's tagger from :mod:`engine.text.nlp`, or a next-word rule
     without it): ``her`` → ``his`` before a noun, else ``him``; ``his`` → ``her`` before a noun,
-    else ``hers``. With ``pronouns=False`` the personal pronouns (:data:`PRONOUNS`, clitics
-    included) stay as they are and only gendered nouns and titles are swapped (see
-    :func:`names_person`).
+    else ``hers``.
 
     Returns
     -------
@@ -240,11 +236,10 @@ def swap_gender(text: str, mapping: Mapping[str, str], *, grammar: bool = True,
     >>> swap_gender("He told her it was his, a god-awful idea.", m, grammar=False)[0]
     'She told him it was hers, a god-awful idea.'
     """
-    return _swap(text, mapping, _tags_by_offset(text) if grammar else None, pronouns)
+    return _swap(text, mapping, _tags_by_offset(text) if grammar else None)
 
 
-def swap_triple(triple: Triple, mapping: Mapping[str, str], *,
-                pronouns: bool = True) -> tuple[Triple, list[tuple[str, str]]]:
+def swap_triple(triple: Triple, mapping: Mapping[str, str]) -> tuple[Triple, list[tuple[str, str]]]:
     """:func:`swap_gender` on a triple, its parts tagged together as one phrase (``thanks | her``)."""
     joined = triple_text(triple)
     tags = _tags_by_offset(joined)
@@ -257,7 +252,7 @@ def swap_triple(triple: Triple, mapping: Mapping[str, str], *,
         start = joined.index(part, offset)
         offset = start + len(part)
         local = None if tags is None else {k - start: v for k, v in tags.items() if start <= k < offset}
-        new, found = _swap(part, mapping, local, pronouns)
+        new, found = _swap(part, mapping, local)
         parts.append(new)
         swaps.extend(found)
     return Triple(*parts), swaps
@@ -287,8 +282,7 @@ def _in_name(word: str, tag: str | None, previous: str, following: str, before: 
     return after_name or (following[:1].isupper() and following[:1].isalpha())
 
 
-def _swap(text: str, mapping: Mapping[str, str], tags: Mapping[int, str] | None,
-          pronouns: bool = True) -> tuple[str, list[tuple[str, str]]]:
+def _swap(text: str, mapping: Mapping[str, str], tags: Mapping[int, str] | None) -> tuple[str, list[tuple[str, str]]]:
     """The body of :func:`swap_gender`; ``tags``: Penn Treebank tag by character offset, or ``None``."""
     matches = list(_TOKEN.finditer(text))
     swaps: list[tuple[str, str]] = []
@@ -302,8 +296,6 @@ def _swap(text: str, mapping: Mapping[str, str], tags: Mapping[int, str] | None,
             next_word = normalize(matches[i + 1].group(0))
         tag = tags.get(match.start()) if tags is not None else None
         if _in_name(word, tag, matches[i - 1].group(0) if i else "", following, text[:match.start()]):
-            continue
-        if not pronouns and normalize(re.split(r"['\u2019]", word)[0]) in PRONOUNS:
             continue
         other = _counterpart(word, mapping, tag, next_word)
         if other is None:

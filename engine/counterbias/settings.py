@@ -50,8 +50,8 @@ class GenerateSettings:
         Reconstruct mode: shuffle the normal triples; drop each with this probability (seeded
         per candidate).
     swap_gender
-        Swap gendered words with the bundled pair lists. In a text that names a person (spaCy's
-        entity recogniser) the personal pronouns stay: they most likely refer to that person.
+        Swap gendered words with the bundled pair lists — except in a text that names a person
+        (spaCy's entity recogniser), whose gendered words mostly refer to the people it names.
     fields
         Text fields to edit: ``None`` edits ``text`` (single) or ``hypothesis`` (pairs; the
         premise is kept as the context that the new hypothesis must relate to differently).

@@ -26,14 +26,14 @@ REVIEW = "I watched it with my brother on Friday.  The plot is great and the mus
 TARGET = "The plot is great and the music is lovely."
 
 
-def _dataset_with_vote(project, tmp_path, principal=("great",), spurious=("plot", "brother")):
+def _dataset_with_vote(project, tmp_path, principal=("great",), spurious=("plot", "brother"), review=REVIEW):
     from engine.io import ImportOptions, import_file
 
     src = tmp_path / "multi.csv"
     with open(src, "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)
         w.writerow(["text", "label"])
-        w.writerow([REVIEW, "Positive"])
+        w.writerow([review, "Positive"])
         w.writerow(["Nothing else to see.", "Negative"])  # a second class (not generated for)
     dataset = import_file(project, src, options=ImportOptions(name="multi")).dataset
     example_id = int(next(iter(project.iter_examples(dataset.id)))["id"])
@@ -353,3 +353,18 @@ def test_an_edit_that_moves_away_from_the_target_is_dropped(voted_project, stub,
     assert edit["new"] is None and edit["problems"] == ["unmoved", "wrong direction"]  # the repair repeated it
     asked = [b["messages"][-1]["content"] for b in sent if _editing(b) and "cannot be used" in b["messages"][-1]["content"]]
     assert len(asked) == 1 and 'reads less as Negative than the sentence did. "superb" point away' in asked[0]
+
+
+def test_a_text_that_names_a_person_keeps_its_gendered_words(voted_project, stub, tmp_path):
+    from engine.text.nlp import load_spacy
+
+    if load_spacy() is None:
+        pytest.skip("spaCy's pipeline is not installed: without it no text is known to name a person")
+    named = REVIEW.replace("my brother", "Burt Reynolds and his brother")
+    _dataset_with_vote(voted_project, tmp_path, review=named)
+    server = stub(reply=scripted_reply)
+    result, rows = _run(voted_project, server, repair_flip=False)
+    assert len(result.created) == 1
+    assert rows[0]["text"] == named.replace(TARGET, "The plot is awful and the music is lovely.")
+    plan = rows[0]["meta"]["fields"][0]
+    assert plan["gender_swapped"] is False and plan["gender_swaps"] == []

@@ -151,17 +151,11 @@ def test_reconstruction_must_carry_the_edit():
                                 facts=FACTS, edited=["wooden", "lost"])[1] is None
 
 
-def test_a_text_that_names_a_person_keeps_its_pronouns(bundled):
+def test_names_person_reads_the_entity_recogniser():
     from engine.counterbias.manipulate import names_person
     from engine.text.nlp import load_spacy
 
-    text = "A tired Burt Reynolds plays a mercenary battling his former employers; he's the father of two."
-    kept = swap_gender(text, bundled, pronouns=False)[0]
-    assert kept == text.replace("father", "mother")  # nouns still swap, "his"/"he's" stay
-    assert swap_gender(text, bundled)[0].startswith("A tired Burt Reynolds plays a mercenary battling her former")
-    assert swap_triple(Triple("He", "admits", "her secret to the actor"), bundled, pronouns=False)[0] == Triple(
-        "He", "admits", "her secret to the actress")
     if load_spacy() is None:
         pytest.skip("spaCy's pipeline is not installed: names_person is False without it")
-    assert names_person(text)
+    assert names_person("A tired Burt Reynolds plays a mercenary battling his former employers.")
     assert not names_person("The mother and her son move into a small town with a secret.")
