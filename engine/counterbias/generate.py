@@ -178,6 +178,8 @@ class Slot:
     mode: str = "edit"
     #: How a text leans to the target label (the labels' word z-statistics), or ``None``.
     lean: Any = None
+    #: Word z-statistics toward the example's own label: words to name when a sentence holds no principal word.
+    cues: dict[str, float] = field(default_factory=dict)
 
     def fail(self, step: str, message: str, *, retriable: bool, hint: str = "", quality: bool = False,
              reason: str = "") -> None:
@@ -321,13 +323,15 @@ def generate_counterbias(
             label_fn = _judge_fn(project, members, token) if settings.mode == "edit" and settings.repair_flip else None
             polar_fn = (_polar_fn(project, members, token) if settings.mode == "edit" and members
                         and (settings.edit_polar > 0 or settings.edit_moved > 0) else None)
-            if settings.mode == "edit" and (polar_fn is None or settings.edit_moved <= 0):
-                # without the members' reading of each sentence, the labels' word z-statistics say whether an
-                # edited sentence leans further from its target than before (a cruder test: it refused
-                # "not as solid as" -> "much stronger than")
+            if settings.mode == "edit":
                 by_label = label_word_z(project, dataset.id)
+                lean = polar_fn is None or settings.edit_moved <= 0
                 for slot in slots:
-                    if slot.target in by_label:
+                    slot.cues = by_label.get(str(slot.example["label"]), {})
+                    if lean and slot.target in by_label:
+                        # without the members' reading of each sentence, the labels' word z-statistics say whether
+                        # an edited sentence leans further from its target than before (a cruder test: it
+                        # refused "not as solid as" -> "much stronger than")
                         slot.lean = label_lean(by_label[slot.target])
             gen_progress = scaled(progress, 0.3, 0.9)
             gen_started = time.perf_counter()
@@ -641,13 +645,35 @@ def _plan_edits(slot: Slot, plan: FieldPlan, mapping: dict[str, str], polar_fn: 
         polar = [i for i, p in enumerate(probs) if p >= min_polar and len(raw[i].split()) >= 3]
         plan.polar = polar
     for i in _chosen_sentences(plan, raw, polar):
-        change = surface_words(raw[i], _content(plan.principal))
         gendered = [a for a, b in (swap_gender(raw[i], mapping)[1] if mapping else [])]
         keep = list(dict.fromkeys([*_keep_words(raw[i], plan, {}), *gendered]))
+        change = surface_words(raw[i], _content(plan.principal)) or _cue_words(raw[i], slot.cues, keep)
         keep = [w for w in keep if w.lower() not in {c.lower() for c in change}]
         plan.edits.append(SentenceEdit(i, raw[i], raw[i], change, keep))
     plan.keep = list(dict.fromkeys(w for e in plan.edits for w in e.keep))
     return base, spans
+
+
+#: At most this many words named to change in a sentence without a principal word, each with z >= CUE_Z.
+CUES, CUE_Z = 2, 2.5
+
+
+def _cue_words(sentence: str, z: dict[str, float], keep: Sequence[str] = ()) -> list[str]:
+    """The words of a sentence without a principal word that most carry its label (word z-statistics).
+
+    A sentence edited because the members read it as the original label (``edit_polar``) named no
+    word to change, and the small model often sent it back unchanged ("This movie is just a waste
+    of time - Run away!"). Words to keep (spurious, gendered) are never named.
+
+    Examples
+    --------
+    >>> _cue_words("A dull plot, a waste of time.", {"waste": 8.7, "dull": 4.7, "plot": 5.0, "time": 1.0}, ["plot"])
+    ['waste', 'dull']
+    """
+    kept = {k.lower() for k in keep}
+    found = {w.key: w.text for w in segment(sentence) if w.is_lexical and w.key not in FUNCTION_WORDS
+             and w.text.lower() not in kept and z.get(w.key, 0.0) >= CUE_Z}
+    return [found[k] for k in sorted(found, key=lambda k: -z[k])[:CUES]]
 
 
 def _edit_request(slot: Slot, plan: FieldPlan, edit: SentenceEdit, sentences: Sequence[str], task: str,

@@ -99,3 +99,12 @@ def test_unmoved_edits_are_the_flat_and_the_backward_ones():
     assert found[id(edits[1])][0].startswith('It still reads as Negative. "weary" mean much the same as "tired".')
     assert found[id(edits[0])][1] == 0.91
     assert _unmoved([(slot, plan, e) for e in edits], polar, 0.0) == {}
+
+
+def test_a_sentence_without_a_principal_word_names_its_label_words_but_never_a_kept_one():
+    from engine.counterbias.generate import _cue_words
+
+    z = {"waste": 8.7, "dull": 4.7, "plot": 5.0, "time": 1.0, "just": 3.3}
+    assert _cue_words("This movie is just a waste of time - Run away!", z) == ["waste", "just"]
+    assert _cue_words("A dull plot, a waste of time.", z, ["plot"]) == ["waste", "dull"]
+    assert _cue_words("Then a rat flushes him down a toilet!", z) == []
