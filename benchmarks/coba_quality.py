@@ -395,6 +395,12 @@ def main() -> int:
         failing = Counter(name for r in made for name, v in (r["scores"].get("verdicts") or {}).items()
                           if v.get("status") == "fail")
         print("failing checks (candidates): " + (", ".join(f"{k} {v}" for k, v in failing.most_common()) or "none"))
+        edits = [e for r in made for f in r["meta"].get("fields") or [] for e in f.get("edits") or []]
+        if edits:  # edit mode: how many sentences sent to the LLM ended up edited, and what their answers met
+            used = sum(e.get("new") is not None for e in edits)
+            met = Counter(p for e in edits for p in dict.fromkeys(e.get("problems") or []))
+            print(f"sentences sent for editing {len(edits)}, edited {used} ({used / len(edits):.0%}); answers met: "
+                  + (", ".join(f"{k} {v}" for k, v in met.most_common()) or "nothing"))
         if args.llm_judge:
             agree = [r for r in made if (r["scores"].get("llm_judge") or {}).get("label") == r["target_label"]]
             print(f"LLM judge reads {len(agree)} of {len(made)} candidates as their target")
