@@ -261,30 +261,32 @@ def _lexicon_polar(project, members, token):
     return polar
 
 
-def test_an_edit_that_still_reads_as_the_original_label_is_repaired(voted_project, stub, tmp_path, monkeypatch):
-    """``edit_moved``: "great" → "fine" (a near-synonym) leaves the sentence Positive for the members;
-    one repair says so, and the repaired sentence is kept because it reads more as the target."""
+def _with_lexicon_members(project, tmp_path, stub, monkeypatch, edit, **settings):
+    """Generate for the first review with ``_lexicon_polar`` as the members' sentence reading; ``edit(body)``
+    answers the edit requests. Returns (result, candidate row, request bodies)."""
     import engine.counterbias.generate as generate
 
     monkeypatch.setattr(generate, "_polar_fn", _lexicon_polar)
-    dataset = _dataset_with_vote(voted_project, tmp_path)
+    dataset = _dataset_with_vote(project, tmp_path)
     sent = []
-
-    def reply(body):
-        sent.append(body)
-        if not _editing(body):
-            return scripted_reply(body)
-        if "still reads as" in body["messages"][-1]["content"]:
-            return "The plot is dreadful and the music is lovely."
-        return "The plot is fine and the music is lovely."
-
-    server = stub(reply=reply)
+    server = stub(reply=lambda body: sent.append(body) or (edit(body) if _editing(body) else scripted_reply(body)))
     config = LLMConfig(backend="openai", model="stub", base_url=server.base_url)
-    first = [int(next(iter(voted_project.iter_examples(dataset.id)))["id"])]
-    settings = GenerateSettings(swap_gender=False, repair_flip=False, edit_polar=0.0)
-    result = generate_counterbias(voted_project, dataset.id, first, config, settings=settings,
-                                  judge=["r:tiny-distilbert"])
-    row = candidate_rows(voted_project, dataset_id=dataset.id)[0]
+    first = [int(next(iter(project.iter_examples(dataset.id)))["id"])]
+    result = generate_counterbias(project, dataset.id, first, config, judge=["r:tiny-distilbert"],
+                                  settings=GenerateSettings(swap_gender=False, repair_flip=False, edit_polar=0.0,
+                                                            **settings))
+    return result, candidate_rows(project, dataset_id=dataset.id)[0], sent
+
+
+def _first_then(first: str, repaired: str):
+    return lambda body: repaired if "still reads as" in body["messages"][-1]["content"] else first
+
+
+def test_an_edit_that_still_reads_as_the_original_label_is_repaired(voted_project, stub, tmp_path, monkeypatch):
+    """``edit_moved``: "great" → "fine" (a near-synonym) leaves the sentence Positive for the members;
+    one repair says so, and the repaired sentence is kept because it reads more as the target."""
+    result, row, sent = _with_lexicon_members(voted_project, tmp_path, stub, monkeypatch, _first_then(
+        "The plot is fine and the music is lovely.", "The plot is dreadful and the music is lovely."))
     assert len(result.created) == 1
     assert "The plot is dreadful and the music is lovely." in row["text"]
     edit = row["meta"]["fields"][0]["edits"][0]
@@ -295,58 +297,23 @@ def test_an_edit_that_still_reads_as_the_original_label_is_repaired(voted_projec
 
 
 def test_a_repair_that_reads_less_as_the_target_is_kept_out(voted_project, stub, tmp_path, monkeypatch):
-    import engine.counterbias.generate as generate
-
-    monkeypatch.setattr(generate, "_polar_fn", _lexicon_polar)
-    dataset = _dataset_with_vote(voted_project, tmp_path)
-
-    def reply(body):
-        if not _editing(body):
-            return scripted_reply(body)
-        if "still reads as" in body["messages"][-1]["content"]:
-            return "The plot is great, truly great, and the music is lovely."
-        return "The plot is fine and the music is lovely."
-
-    server = stub(reply=reply)
-    config = LLMConfig(backend="openai", model="stub", base_url=server.base_url)
-    first = [int(next(iter(voted_project.iter_examples(dataset.id)))["id"])]
-    result = generate_counterbias(voted_project, dataset.id, first, config, judge=["r:tiny-distilbert"],
-                                  settings=GenerateSettings(swap_gender=False, repair_flip=False, edit_polar=0.0))
-    row = candidate_rows(voted_project, dataset_id=dataset.id)[0]
+    result, row, _ = _with_lexicon_members(voted_project, tmp_path, stub, monkeypatch, _first_then(
+        "The plot is fine and the music is lovely.", "The plot is great, truly great, and the music is lovely."))
     assert len(result.created) == 1 and "The plot is fine and the music is lovely." in row["text"]
     assert row["meta"]["fields"][0]["edits"][0]["problems"] == ["unmoved", "repair kept out"]
 
 
 def test_edit_moved_off_sends_no_repair(voted_project, stub, tmp_path, monkeypatch):
-    import engine.counterbias.generate as generate
-
-    monkeypatch.setattr(generate, "_polar_fn", _lexicon_polar)
-    dataset = _dataset_with_vote(voted_project, tmp_path)
-    sent = []
-    server = stub(reply=lambda body: sent.append(body) or (
-        "The plot is fine and the music is lovely." if _editing(body) else scripted_reply(body)))
-    config = LLMConfig(backend="openai", model="stub", base_url=server.base_url)
-    first = [int(next(iter(voted_project.iter_examples(dataset.id)))["id"])]
-    generate_counterbias(voted_project, dataset.id, first, config, judge=["r:tiny-distilbert"],
-                         settings=GenerateSettings(swap_gender=False, repair_flip=False, edit_polar=0.0, edit_moved=0.0))
+    _, _, sent = _with_lexicon_members(voted_project, tmp_path, stub, monkeypatch,
+                                       lambda body: "The plot is fine and the music is lovely.", edit_moved=0.0)
     assert sum(_editing(b) for b in sent) == 1
 
 
 def test_an_edit_that_moves_away_from_the_target_is_dropped(voted_project, stub, tmp_path, monkeypatch):
     """Both the edit and its repair read less as the target (Negative) than the sentence: it stays as it was,
     and a candidate with no other edited sentence fails with that reason."""
-    import engine.counterbias.generate as generate
-
-    monkeypatch.setattr(generate, "_polar_fn", _lexicon_polar)
-    dataset = _dataset_with_vote(voted_project, tmp_path)
-    sent = []
-    server = stub(reply=lambda body: sent.append(body) or (
-        "The plot is great and the music is superb." if _editing(body) else scripted_reply(body)))
-    config = LLMConfig(backend="openai", model="stub", base_url=server.base_url)
-    first = [int(next(iter(voted_project.iter_examples(dataset.id)))["id"])]
-    result = generate_counterbias(voted_project, dataset.id, first, config, judge=["r:tiny-distilbert"],
-                                  settings=GenerateSettings(swap_gender=False, repair_flip=False, edit_polar=0.0))
-    row = candidate_rows(voted_project, dataset_id=dataset.id)[0]
+    result, row, sent = _with_lexicon_members(voted_project, tmp_path, stub, monkeypatch,
+                                              lambda body: "The plot is great and the music is superb.")
     assert not result.created and row["status"] == "failed"
     assert row["meta"]["error"]["reason"] == "wrong direction"
     edit = row["meta"]["fields"][0]["edits"][0]
