@@ -56,7 +56,8 @@ class SentenceEdit:
 
     def to_dict(self) -> dict[str, Any]:
         return {"index": self.index, "original": self.original, "sentence": self.sentence, "change": self.change,
-                "keep": self.keep, "new": self.new, "answer": self.answer, "raw": [r[:2000] for r in self.raw], "problems": self.problems,
+                "keep": self.keep, "new": self.new, "answer": self.answer, "raw": [r[:2000] for r in self.raw],
+                "problems": self.problems,
                 "failure": self.failure}
 
 
@@ -203,11 +204,12 @@ def check_sentence(new: str, sentence: str, keep: Sequence[str], *, guard: LeakG
     if len(new) > max(3 * len(sentence), len(sentence) + 120):
         return Check("too long", f"It is {len(new)} characters long, far longer than the sentence ({len(sentence)}).")
     own = word_edit_distance(sentence, new)
+    new_runs, own_runs = _ngrams(new), _ngrams(sentence)
     for other in others:
         if _norm(other) == _norm(sentence) or len(_norm(other).split()) < 4:
             continue
         if (f" {_norm(other)} " in f" {_norm(new)} " or word_edit_distance(other, new) < own
-                or _ngrams(new) & (_ngrams(other) - _ngrams(sentence))):
+                or new_runs & (_ngrams(other) - own_runs)):
             return Check("wrong sentence", "It copies another sentence of the text instead of editing the sentence "
                          "to edit.")
     if len(_norm(sentence).split()) >= 5 and own > MAX_SENTENCE_DISTANCE:

@@ -634,8 +634,8 @@ def _plan_edits(slot: Slot, plan: FieldPlan, mapping: dict[str, str], polar_fn: 
     raw = [base[a:b] for a, b in spans]
     plan.gender = bool(mapping) and not names_person(plan.original)
     mapping = mapping if plan.gender else {}
-    for sentence in raw:
-        plan.swaps.extend(swap_gender(sentence, mapping)[1] if mapping else [])
+    swaps = [swap_gender(sentence, mapping)[1] if mapping else [] for sentence in raw]  # tagged once per sentence
+    plan.swaps = [pair for found in swaps for pair in found]
     # the LLM edits the sentences as written; the gender swap is applied to its answer (a model asked to
     # copy "the male lead" of a swapped text wrote "the female lead" back, and the edit was refused)
     plan.others = list(raw)
@@ -645,7 +645,7 @@ def _plan_edits(slot: Slot, plan: FieldPlan, mapping: dict[str, str], polar_fn: 
         polar = [i for i, p in enumerate(probs) if p >= min_polar and len(raw[i].split()) >= 3]
         plan.polar = polar
     for i in _chosen_sentences(plan, raw, polar):
-        gendered = [a for a, b in (swap_gender(raw[i], mapping)[1] if mapping else [])]
+        gendered = [a for a, _ in swaps[i]]
         keep = list(dict.fromkeys([*_keep_words(raw[i], plan, {}), *gendered]))
         change = surface_words(raw[i], _content(plan.principal)) or _cue_words(raw[i], slot.cues, keep)
         keep = [w for w in keep if w.lower() not in {c.lower() for c in change}]
