@@ -34,6 +34,7 @@ DEFAULTS: dict[str, Any] = {
     "llm_swap_gender": True,
     "llm_edit_polar": 0.8,
     "llm_edit_moved": 0.25,
+    "llm_edit_fresh": True,
     "llm_mode": "edit",
 }
 

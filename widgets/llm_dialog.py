@@ -56,6 +56,7 @@ DEFAULT_VALUES: dict[str, Any] = {
     "mode": "edit",
     "edit_polar": 0.8,
     "edit_moved": 0.25,
+    "edit_fresh": True,
 }
 FIELDS = tuple(DEFAULT_VALUES)
 
@@ -144,6 +145,9 @@ class LLMDialog(QDialog):
         self.edit_moved.setToolTip("Edit mode: an edited sentence the ensemble, reading it alone, still does not give "
                                    "the target label (P < 0.5, risen by less than this) is sent back once, saying it "
                                    "still reads as the original label (a synonym instead of the opposite); 0: off")
+        self.edit_fresh = QCheckBox("Try an unusable edit once more, in a fresh conversation")
+        self.edit_fresh.setToolTip("Edit mode: a sentence whose edit and repair were both unusable gets one more "
+                                   "request with a new seed (about one sentence in five with the bundled model)")
         self.mode = QComboBox()
         self.mode.addItem("Edit sentences (keeps the rest of the text)", "edit")
         self.mode.addItem("Reconstruct from triples (CoBA paper)", "reconstruct")
@@ -161,6 +165,7 @@ class LLMDialog(QDialog):
         gen_form.addRow("", self.swap_gender)
         gen_form.addRow("Edit sentences read as original, P ≥", self.edit_polar)
         gen_form.addRow("Repair edits that did not move, gain <", self.edit_moved)
+        gen_form.addRow("", self.edit_fresh)
 
         self.test_button = QPushButton("Test connection")
         self.test_button.clicked.connect(self.request_test)
@@ -215,6 +220,7 @@ class LLMDialog(QDialog):
         self.swap_gender.setChecked(bool(values["swap_gender"]))
         self.edit_polar.setValue(float(values.get("edit_polar", DEFAULT_VALUES["edit_polar"])))
         self.edit_moved.setValue(float(values.get("edit_moved", DEFAULT_VALUES["edit_moved"])))
+        self.edit_fresh.setChecked(bool(values.get("edit_fresh", DEFAULT_VALUES["edit_fresh"])))
         self.mode.setCurrentIndex(max(self.mode.findData(str(values.get("mode") or "edit")), 0))
 
     def values(self) -> dict[str, Any]:
@@ -235,6 +241,7 @@ class LLMDialog(QDialog):
             "mode": self.mode.currentData(),
             "edit_polar": round(self.edit_polar.value(), 2),
             "edit_moved": round(self.edit_moved.value(), 2),
+            "edit_fresh": self.edit_fresh.isChecked(),
         }
 
     def config(self) -> LLMConfig:
@@ -378,4 +385,5 @@ def settings_from_values(values: Mapping[str, Any]) -> GenerateSettings:
         mode=str(values["mode"] or "edit"),
         edit_polar=float(values["edit_polar"]),
         edit_moved=float(values["edit_moved"]),
+        edit_fresh=bool(values["edit_fresh"]),
     )

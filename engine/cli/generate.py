@@ -50,6 +50,9 @@ def _add_generate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--edit-moved", type=float, default=0.25,
                    help="edit mode: repair once an edited sentence the judge members still do not read as the "
                    "target (P < 0.5, risen by less than this; default 0.25; 0: off)")
+    p.add_argument("--no-edit-fresh", action="store_true",
+                   help="edit mode: do not try a sentence once more (fresh conversation, new seed) when its edit "
+                   "and repair were both unusable")
     p.add_argument("--fields", help="fields to edit (default: text, or hypothesis for pairs)")
     p.add_argument("--judge", help="comma-separated judge members (default: the vote's members; 'none')")
     p.add_argument("--vote-set", type=int, help="vote set id (default: the newest vote per example)")
@@ -65,7 +68,7 @@ def _run_generate(args: argparse.Namespace, progress: StderrProgress, cancel: Ca
         targets=args.targets, samples=args.samples, temperature=args.temperature, seed=args.seed,
         max_tokens=args.max_tokens, shuffle=not args.no_shuffle, drop_prob=args.drop_prob,
         swap_gender=not args.no_gender_swap, mode=args.mode, repair_flip=not args.no_flip_repair,
-        edit_polar=args.edit_polar, edit_moved=args.edit_moved,
+        edit_polar=args.edit_polar, edit_moved=args.edit_moved, edit_fresh=not args.no_edit_fresh,
         fields=tuple(csv_list(args.fields)) if args.fields else None,
     )
     judge = None if args.judge is None else ([] if args.judge == "none" else csv_list(args.judge))

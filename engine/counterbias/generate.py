@@ -66,6 +66,7 @@ from typing import TYPE_CHECKING, Any
 from engine.attribution.word_prior import label_word_z
 from engine.counterbias.edit import (
     FUNCTION_WORDS,
+    Check,
     SentenceEdit,
     assemble,
     check_sentence,
@@ -696,10 +697,7 @@ def _take_edit(slot: Slot, plan: FieldPlan, edit: SentenceEdit, answer: ChatResu
     if isinstance(answer, Failure):
         slot.fail("edit", answer.message, retriable=answer.retriable, hint=answer.hint)
         return None
-    edit.raw.append(answer.text)
-    new = clean_sentence(answer.text, edit.sentence)
-    problem = check_sentence(new, edit.sentence, edit.keep, guard=guard, original_text=plan.original, labels=labels,
-                             others=plan.others, lean=slot.lean, target=slot.target)
+    new, problem = _read_answer(slot, plan, edit, answer, guard, labels)
     if problem is None:
         edit.answer, edit.new = new, swap(new)
         return None
@@ -708,6 +706,55 @@ def _take_edit(slot: Slot, plan: FieldPlan, edit: SentenceEdit, answer: ChatResu
         edit.failure = f"Sentence {edit.index + 1} of the {plan.field}: {problem.message}"
         return None
     return problem.message
+
+
+def _read_answer(slot: Slot, plan: FieldPlan, edit: SentenceEdit, answer: ChatResult, guard: LeakGuard,
+                 labels: Sequence[str]) -> tuple[str, Check | None]:
+    """Record an answer to an edit request; return the edited sentence it holds and why it cannot be used."""
+    edit.raw.append(answer.text)
+    new = clean_sentence(answer.text, edit.sentence)
+    return new, check_sentence(new, edit.sentence, edit.keep, guard=guard, original_text=plan.original,
+                               labels=labels, others=plan.others, lean=slot.lean, target=slot.target)
+
+
+#: Seed offset of the fresh try of a sentence (``edit_fresh``).
+FRESH_SEED = 500
+
+
+def _fresh_tries(client: CachedClient, jobs: Sequence[tuple[Slot, FieldPlan, SentenceEdit, ChatRequest]],
+                 dataset: DatasetInfo, settings: GenerateSettings, mapping: dict[str, str], token: CancelToken,
+                 guard: LeakGuard, polar_fn: Any) -> None:
+    """One more try for sentences still unedited after their repair: the first request again, in a fresh
+    conversation with a new seed (a small model that repeated the sentence twice in one conversation mostly
+    repeats it there a third time). The answer passes the same checks, and with the members' reading it may not
+    read less as the target than the sentence did; otherwise the sentence stays as it was."""
+    jobs = [j for j in jobs if j[0].error is None and j[2].new is None and j[2].failure]
+    if not jobs:
+        return
+    requests = []
+    for slot, _, _, request in jobs:
+        slot.repaired("fresh")
+        params = dict(request.params)
+        params["seed"] = int(params.get("seed", settings.seed)) + FRESH_SEED
+        params["temperature"] = max(float(params.get("temperature", settings.temperature)), RETRY_TEMPERATURE)
+        requests.append(ChatRequest(request.messages, params))
+    answers = client.chat_many(requests, cancel=token).results
+    usable: list[tuple[Slot, FieldPlan, SentenceEdit, str]] = []
+    for (slot, plan, edit, _), answer in zip(jobs, answers, strict=True):
+        if isinstance(answer, Failure):
+            slot.fail("edit", answer.message, retriable=answer.retriable, hint=answer.hint)
+            continue
+        new, problem = _read_answer(slot, plan, edit, answer, guard, dataset.labels)
+        if problem is not None:
+            edit.problems.append(problem.reason)
+        else:
+            usable.append((slot, plan, edit, new))
+    backward = _backward(usable, polar_fn) if settings.edit_moved > 0 else set()
+    for slot, plan, edit, new in usable:
+        if id(edit) in backward:
+            edit.problems.append("wrong direction")
+            continue
+        edit.answer, edit.new, edit.failure = new, _swapper(plan, mapping)(new), None
 
 
 def _fail_unedited(slot: Slot) -> None:
@@ -778,6 +825,9 @@ def _edit_chunk(client: CachedClient, slots: list[Slot], dataset: DatasetInfo, s
                 firsts[id(edit)] = (slot, edit, first, unmoved[id(edit)][1])
         if firsts:
             _settle(firsts, polar_fn)
+    if settings.edit_fresh:
+        _fresh_tries(client, [(slot, plan, edit, request) for slot, plan, edit, request in jobs], dataset, settings,
+                     mapping, token, guard, polar_fn)
     for slot in {id(j[0]): j[0] for j in jobs}.values():
         _fail_unedited(slot)
 
@@ -792,7 +842,7 @@ def _edit_chunk(client: CachedClient, slots: list[Slot], dataset: DatasetInfo, s
     for slot in live:
         build(slot)
     if settings.repair_flip and live:
-        _repair_flips(client, live, dataset, settings, token, guard, label_fn, mapping)
+        _repair_flips(client, live, dataset, settings, token, guard, label_fn, mapping, polar_fn)
         for slot in live:
             build(slot)
 
@@ -886,8 +936,13 @@ def _strongest(plan: FieldPlan) -> list[str]:
 
 
 def _repair_flips(client: CachedClient, slots: list[Slot], dataset: DatasetInfo, settings: GenerateSettings,
-                  token: CancelToken, guard: LeakGuard, label_fn: Any, mapping: dict[str, str]) -> None:
-    """One repair for half-flipped candidates: strongest principal words left, or judged as the original label."""
+                  token: CancelToken, guard: LeakGuard, label_fn: Any, mapping: dict[str, str],
+                  polar_fn: Any = None) -> None:
+    """One repair for half-flipped candidates: strongest principal words left, or judged as the original label.
+
+    A repaired sentence replaces the edit only if it passes the sentence checks and, with the members' reading
+    (``polar_fn``, ``settings.edit_moved`` > 0), does not read less as the target than the edit it replaces.
+    """
     judged = label_fn([{**{k: s.example.get(k) for k in ("text", "premise", "hypothesis")},
                         **{p.field: p.text for p in s.fields}} for s in slots]) if label_fn else [None] * len(slots)
     repair = load_prompt("edit_flip_repair")
@@ -919,21 +974,41 @@ def _repair_flips(client: CachedClient, slots: list[Slot], dataset: DatasetInfo,
     if not jobs:
         return
     answers = client.chat_many([j[3] for j in jobs], cancel=token).results
+    usable: list[tuple[Slot, FieldPlan, SentenceEdit, str]] = []
     for (slot, plan, edit, _), answer in zip(jobs, answers, strict=True):
         slot.repairs["flip"] = 1
         if isinstance(answer, Failure):  # like any other request: the slot fails, the next run retries it
             slot.fail("flip repair", answer.message, retriable=answer.retriable, hint=answer.hint)
             continue
-        edit.raw.append(answer.text)
-        new = clean_sentence(answer.text, edit.sentence)
-        problem = check_sentence(new, edit.sentence, edit.keep, guard=guard, original_text=plan.original,
-                                 labels=dataset.labels, others=plan.others, lean=slot.lean, target=slot.target)
+        new, problem = _read_answer(slot, plan, edit, answer, guard, dataset.labels)
         if problem is None and new != edit.answer:
-            edit.answer, edit.new = new, _swapper(plan, mapping)(new)
-            plan.flip["repaired"].append(edit.index)
+            usable.append((slot, plan, edit, new))
         else:
             plan.flip["rejected"].append({"sentence": edit.index,
                                           "reason": problem.reason if problem else "unchanged"})
+    backward = _backward(usable, polar_fn) if settings.edit_moved > 0 else set()
+    for slot, plan, edit, new in usable:
+        if id(edit) in backward:
+            plan.flip["rejected"].append({"sentence": edit.index, "reason": "wrong direction"})
+            continue
+        edit.answer, edit.new = new, _swapper(plan, mapping)(new)
+        plan.flip["repaired"].append(edit.index)
+
+
+def _backward(usable: Sequence[tuple[Slot, FieldPlan, SentenceEdit, str]], polar_fn: Any) -> set[int]:
+    """Flip repairs the members read as less the target than the sentence they would replace (by more than
+    :data:`WRONG_WAY`): asked to remove "great" from "I love movies where …, so this could have been great", the
+    small model wrote "I hate movies where …" into a text meant to read as Positive."""
+    if polar_fn is None:
+        return set()
+    out: set[int] = set()
+    for target in {slot.target for slot, plan, _, _ in usable if plan.field == "text"}:
+        items = [(edit, new) for slot, plan, edit, new in usable if plan.field == "text" and slot.target == target]
+        probs = polar_fn([edit.answer or edit.sentence for edit, _ in items] + [new for _, new in items], target)
+        for (edit, _), before, after in zip(items, probs[: len(items)], probs[len(items):], strict=True):
+            if after < before - WRONG_WAY:  # NaN (a member without the label): no verdict
+                out.add(id(edit))
+    return out
 
 
 def _length_hint(plan: FieldPlan) -> int:

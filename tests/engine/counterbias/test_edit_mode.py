@@ -128,6 +128,40 @@ def test_spurious_word_dropped_twice_is_a_recorded_failure(voted_project, stub, 
     assert rows[0]["meta"]["fields"][0]["edits"][0]["raw"] and rows[0]["text"] is None
 
 
+def test_a_sentence_unusable_twice_gets_one_fresh_try(voted_project, stub, tmp_path):
+    """Edit and repair repeat the sentence; the first request again with a new seed (no repair conversation)
+    gives a usable edit, which is taken."""
+    _dataset_with_vote(voted_project, tmp_path)
+    sent = []
+
+    def reply(body):
+        sent.append(body)
+        if not _editing(body):
+            return scripted_reply(body)
+        return edit_sentence(sentence_to_edit(body)) if body.get("seed") == 13 + 500 else sentence_to_edit(body)
+
+    server = stub(reply=reply)
+    result, rows = _run(voted_project, server, swap_gender=False, repair_flip=False)
+    assert len(result.created) == 1, rows[0]["meta"].get("error")
+    assert rows[0]["text"] == REVIEW.replace(TARGET, "The plot is awful and the music is lovely.")
+    edit = rows[0]["meta"]["fields"][0]["edits"][0]
+    assert edit["problems"] == ["unchanged", "unchanged"] and edit["failure"] is None and len(edit["raw"]) == 3
+    assert rows[0]["meta"]["repairs"] == {"edit": 1, "fresh": 1}
+    fresh = [b for b in sent if _editing(b) and b.get("seed") == 513]
+    assert len(fresh) == 1 and len(fresh[0]["messages"]) == len([b for b in sent if _editing(b)][0]["messages"])
+    assert fresh[0]["temperature"] >= 0.7
+
+
+def test_edit_fresh_off_sends_no_third_request(voted_project, stub, tmp_path):
+    _dataset_with_vote(voted_project, tmp_path)
+    sent = []
+    server = stub(reply=lambda body: sent.append(body) or (sentence_to_edit(body) if _editing(body)
+                                                           else scripted_reply(body)))
+    result, rows = _run(voted_project, server, swap_gender=False, repair_flip=False, edit_fresh=False)
+    assert not result.created and rows[0]["meta"]["error"]["reason"] == "unchanged"
+    assert sum(_editing(b) for b in sent) == 2
+
+
 LEAK = "The lighthouse scenes look murky, and Ingrid's cello theme drags down every chase."
 
 
@@ -192,7 +226,7 @@ def test_reconstruct_mode_checks_spurious_words(voted_project, stub, tmp_path):
 
 
 def test_a_sentence_that_cannot_be_edited_stays_and_the_candidate_is_kept(voted_project, stub, tmp_path):
-    # two sentences hold principal words; the LLM edits one and twice returns the other unchanged
+    # two sentences hold principal words; the LLM edits one and returns the other unchanged (edit, repair, fresh try)
     _dataset_with_vote(voted_project, tmp_path, principal=("great", "cold"))
     cold = "The cinema was cold."
     server = stub(reply=_dropping(lambda s: s if s == cold else edit_sentence(s),
@@ -201,7 +235,7 @@ def test_a_sentence_that_cannot_be_edited_stays_and_the_candidate_is_kept(voted_
     assert len(result.created) == 1, rows[0]["meta"].get("error")
     assert rows[0]["text"] == REVIEW.replace(TARGET, "The plot is awful and the music is lovely.")  # cold one verbatim
     edits = {e["sentence"]: e for e in rows[0]["meta"]["fields"][0]["edits"]}
-    assert edits[cold]["new"] is None and edits[cold]["problems"] == ["unchanged", "unchanged"]
+    assert edits[cold]["new"] is None and edits[cold]["problems"] == ["unchanged"] * 3
     assert "Sentence 3" in edits[cold]["failure"] and edits[TARGET]["failure"] is None
 
 
@@ -273,8 +307,8 @@ def _with_lexicon_members(project, tmp_path, stub, monkeypatch, edit, **settings
     config = LLMConfig(backend="openai", model="stub", base_url=server.base_url)
     first = [int(next(iter(project.iter_examples(dataset.id)))["id"])]
     result = generate_counterbias(project, dataset.id, first, config, judge=["r:tiny-distilbert"],
-                                  settings=GenerateSettings(swap_gender=False, repair_flip=False, edit_polar=0.0,
-                                                            **settings))
+                                  settings=GenerateSettings(**{"swap_gender": False, "repair_flip": False,
+                                                               "edit_polar": 0.0, **settings}))
     return result, candidate_rows(project, dataset_id=dataset.id)[0], sent
 
 
@@ -317,9 +351,30 @@ def test_an_edit_that_moves_away_from_the_target_is_dropped(voted_project, stub,
     assert not result.created and row["status"] == "failed"
     assert row["meta"]["error"]["reason"] == "wrong direction"
     edit = row["meta"]["fields"][0]["edits"][0]
-    assert edit["new"] is None and edit["problems"] == ["unmoved", "wrong direction"]  # the repair repeated it
+    # the repair repeated it, and so did the fresh try
+    assert edit["new"] is None and edit["problems"] == ["unmoved", "wrong direction", "wrong direction"]
     asked = [b["messages"][-1]["content"] for b in sent if _editing(b) and "cannot be used" in b["messages"][-1]["content"]]
     assert len(asked) == 1 and 'reads less as Negative than the sentence did. "superb" point away' in asked[0]
+
+
+def test_a_flip_repair_that_reads_less_as_the_target_is_kept_out(voted_project, stub, tmp_path, monkeypatch):
+    """The first edit leaves the strongest principal word ("great"), so the flip repair runs; its answer reads
+    as Positive again (the target is Negative) and is refused: the first edit stays."""
+    first = "The plot is great but the music is awful."
+    result, row, sent = _with_lexicon_members(voted_project, tmp_path, stub, monkeypatch, _first_then(
+        first, "The plot is great and the music is superb."), repair_flip=True)
+    assert len(result.created) == 1 and first in row["text"]
+    flip = row["meta"]["fields"][0]["flip_repair"]
+    assert flip["words"] == ["great"] and flip["repaired"] == []
+    assert flip["rejected"] == [{"sentence": 1, "reason": "wrong direction"}]
+    assert any("still reads as" in b["messages"][-1]["content"] for b in sent)  # the repair was asked for
+
+
+def test_a_flip_repair_that_moves_on_is_taken(voted_project, stub, tmp_path, monkeypatch):
+    result, row, _ = _with_lexicon_members(voted_project, tmp_path, stub, monkeypatch, _first_then(
+        "The plot is great but the music is awful.", "The plot is poor and the music is awful."), repair_flip=True)
+    assert "The plot is poor and the music is awful." in row["text"]
+    assert row["meta"]["fields"][0]["flip_repair"]["repaired"] == [1]
 
 
 def test_a_text_that_names_a_person_keeps_its_gendered_words(voted_project, stub, tmp_path):
