@@ -1,18 +1,20 @@
 """The demo path timed end to end on a CPU: the CPU presets (quick-cpu, top-cpu) vs full fine-tuning (fast-cpu) in one run.
 
 What a new user does on the bundled demo (``resources/demo``, CAD sentiment, 3,414 train +
-490 dev rows): open the demo project -> train the ensemble -> explain one row (IG, LIME and
-Shapley for every member, through the engine's attribution API) -> vote / highlights ->
-z-statistics. Each preset runs in its own fresh project (its features cache included), with
+490 dev rows): open the demo project -> train the ensemble -> explain one row (the Word
+importance panel's default methods — IG — for every member, through the engine's attribution
+API; ``--methods ig,lime,shapley`` for all three) -> vote / highlights -> z-statistics. Each preset runs in its own fresh project (its features cache included), with
 2 torch threads, and prints seconds per stage and each member's dev accuracy.
 
 Goal (issue 11): a CPU preset's path takes <= 10 min in total, and its best member's dev
 accuracy is within 3 points of the best fully fine-tuned member (printed for each CPU preset).
 
-Full fine-tuning of the default 3 members takes about an hour on 2 cores; for a small run::
+Full fine-tuning of the default 3 members takes about an hour on 2 cores (MPNet alone about
+45 min); ``--full-members`` limits the full fine-tuning baseline to some members::
 
     python benchmarks/demo_path.py --rows 400 --members minilm-l3
     python benchmarks/demo_path.py --presets quick-cpu,top-cpu   # the CPU presets only, full data
+    python benchmarks/demo_path.py --presets top-cpu,fast-cpu --full-members minilm-l6
 
 Timings on a shared machine are noisy: compare presets within one run.
 """
@@ -31,12 +33,11 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 GOAL_SECONDS = 600
 GOAL_POINTS = 3.0
-METHODS = ("ig", "lime", "shapley")
 #: Presets that do not fine-tune every weight (the goals are checked for each).
 CPU_PRESETS = ("quick-cpu", "top-cpu")
 
 
-def run_preset(preset: str, members: list[str], rows: int | None, workdir: Path) -> dict:
+def run_preset(preset: str, members: list[str], rows: int | None, workdir: Path, methods: tuple[str, ...]) -> dict:
     """Run the demo path with one preset; return stage seconds and member accuracies."""
     from engine.attribution import attribute_ensemble
     from engine.attribution.explain import explain_example
@@ -67,12 +68,12 @@ def run_preset(preset: str, members: list[str], rows: int | None, workdir: Path)
         row = next(r for r in project.iter_examples(dataset.id) if (r["split"] or "") == "dev")
 
         t = time.perf_counter()
-        attribute_ensemble(project, names, dataset.id, methods=METHODS, example_ids=[int(row["id"])])
+        attribute_ensemble(project, names, dataset.id, methods=methods, example_ids=[int(row["id"])])
         stages["explain 1 row"] = time.perf_counter() - t
 
         t = time.perf_counter()
         infos = [m for m in list_models(project) if m.name in names]
-        explained = explain_example(project, row, infos, METHODS)
+        explained = explain_example(project, row, infos, methods)
         stages["vote/highlights"] = time.perf_counter() - t
 
         t = time.perf_counter()
@@ -91,21 +92,31 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=None, help="train rows per member (default: all 3,414)")
     parser.add_argument("--members", default="minilm-l6,minilm-l3,mpnet-base", help="comma-separated backbones")
     parser.add_argument("--presets", default="quick-cpu,top-cpu,fast-cpu", help="comma-separated presets to compare")
+    parser.add_argument("--full-members", default=None,
+                        help="backbones for the presets that fine-tune every weight (default: --members)")
+    parser.add_argument("--methods", default=None,
+                        help="attribution methods of the explain step (default: the panel's default, ig)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--workdir", type=Path, default=None, help="where the projects go (default: a temp dir)")
     args = parser.parse_args()
 
     import torch
 
+    from engine.attribution.vote_store import DEFAULT_METHODS
+
     torch.set_num_threads(args.threads)
     members = [m.strip() for m in args.members.split(",") if m.strip()]
+    full_members = [m.strip() for m in (args.full_members or args.members).split(",") if m.strip()]
+    methods = tuple(m.strip() for m in args.methods.split(",")) if args.methods else DEFAULT_METHODS
     presets = [p.strip() for p in args.presets.split(",") if p.strip()]
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="demo-path-"))
     os.environ.setdefault("COUNTERBIAS_HOME", str(workdir / "home"))
-    print(f"demo path: members {members}, rows {args.rows or 'all'}, {args.threads} threads, presets {presets}")
+    print(f"demo path: members {members} (full fine-tuning: {full_members}), rows {args.rows or 'all'}, "
+          f"{args.threads} threads, presets {presets}, explain with {list(methods)}")
     print(f"projects in {workdir}\n")
 
-    results = {p: run_preset(p, members, args.rows, workdir) for p in presets}
+    results = {p: run_preset(p, members if p in CPU_PRESETS else full_members, args.rows, workdir, methods)
+               for p in presets}
 
     stage_names = list(next(iter(results.values()))["stages"])
     print(f"\n{'stage':<18}" + "".join(f"{p:>14}" for p in presets))
@@ -114,9 +125,9 @@ def main() -> None:
     totals = {p: sum(results[p]["stages"].values()) for p in presets}
     print(f"{'total':<18}" + "".join(f"{totals[p]:>13.1f}s" for p in presets))
     print(f"\n{'member':<18}" + "".join(f"{p + ' acc':>16}{'s':>8}" for p in presets))
-    for m in members:
+    for m in dict.fromkeys([*members, *full_members]):
         print(f"{m:<18}" + "".join(f"{results[p]['accuracy'][m]:>16.1%}{results[p]['member_seconds'][m]:>8.0f}"
-                                   for p in presets))
+                                   if m in results[p]["accuracy"] else f"{'-':>16}{'-':>8}" for p in presets))
 
     full = [p for p in presets if p not in CPU_PRESETS]
     for cpu in [p for p in presets if p in CPU_PRESETS]:
