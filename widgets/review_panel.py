@@ -175,7 +175,8 @@ def candidate_html(candidate: dict[str, Any]) -> str:
         parts.append("<p style='color:#555'>LLM-only edit: no retrieval, no triples (the baseline).</p>")
     repairs = meta.get("repairs") or {}
     if repairs:
-        named = {"edit": "sentence repaired", "flip": "half flip repaired", "rewrite": "rewrite repaired",
+        named = {"edit": "sentence repaired", "fresh": "sentence tried afresh", "flip": "half flip repaired",
+                 "rewrite": "rewrite repaired",
                  "reconstruct": "reconstruction repaired"}
         parts.append("<p><b>Repairs</b>: " + esc(", ".join(f"{named.get(k, k)} ×{n}" for k, n in repairs.items()))
                      + "</p>")
