@@ -14,13 +14,16 @@ replaces only the sentences that hold a principal triple or a principal content 
    when none of its sentences could be edited. A usable edit that the ensemble, reading the
    sentence alone, still does not see move toward the target (``edit_moved``: a synonym where
    the opposite was asked) is repaired once too, and the repair kept only if it reads more as
-   the target. Gendered words are swapped afterwards, in the edited and the untouched sentences
-   alike (the LLM never sees the swapped text: a small model wrote the original words back);
+   the target. A sentence still unusable after its repair, or still unmoved, gets one fresh try
+   (``edit_fresh``: the first request again with a new seed). Gendered words are swapped
+   afterwards, in the edited and the untouched sentences alike (the LLM never sees the swapped
+   text: a small model wrote the original words back);
 3. the candidate is the original with just those sentences replaced (every other byte kept);
 4. flip strength: a candidate whose strongest principal words are still there, or that the
    ensemble still judges as the original label, gets one repair request per affected sentence
    (``edit_flip_repair``) naming the remaining words; the repaired sentence is used when it
-   passes the same checks. Every repair is recorded in ``meta.repairs``.
+   passes the same checks and the members do not read it as less the target than the edit it
+   replaces. Every repair is recorded in ``meta.repairs``.
 
 **reconstruct** is the paper's full reconstruction, step by step below; it gets the same
 spurious-word and prompt-leak checks. For every example, target label ŷ ≠ y and sample ``i``
@@ -58,7 +61,7 @@ import random
 import re
 import sqlite3
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import closing, nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -723,12 +726,18 @@ FRESH_SEED = 500
 
 def _fresh_tries(client: CachedClient, jobs: Sequence[tuple[Slot, FieldPlan, SentenceEdit, ChatRequest]],
                  dataset: DatasetInfo, settings: GenerateSettings, mapping: dict[str, str], token: CancelToken,
-                 guard: LeakGuard, polar_fn: Any) -> None:
-    """One more try for sentences still unedited after their repair: the first request again, in a fresh
+                 guard: LeakGuard, polar_fn: Any, still: Mapping[int, float]) -> None:
+    """One more try for sentences still unedited after their repair, and for edits the members still read as
+    unmoved after theirs (``still``: ``{id(edit): its P(target)}``): the first request again, in a fresh
     conversation with a new seed (a small model that repeated the sentence twice in one conversation mostly
-    repeats it there a third time). The answer passes the same checks, and with the members' reading it may not
-    read less as the target than the sentence did; otherwise the sentence stays as it was."""
-    jobs = [j for j in jobs if j[0].error is None and j[2].new is None and j[2].failure]
+    repeats it there a third time, and a repair mostly keeps the synonym it was told about).
+
+    The answer passes the same checks. For an unedited sentence it may not read less as the target than the
+    sentence did (members' reading); for an unmoved edit it replaces the edit only if it reads more as the target.
+    Otherwise the sentence keeps what it had.
+    """
+    jobs = [j for j in jobs if j[0].error is None
+            and ((j[2].new is None and j[2].failure) or (j[2].new is not None and id(j[2]) in still))]
     if not jobs:
         return
     requests = []
@@ -747,14 +756,24 @@ def _fresh_tries(client: CachedClient, jobs: Sequence[tuple[Slot, FieldPlan, Sen
         new, problem = _read_answer(slot, plan, edit, answer, guard, dataset.labels)
         if problem is not None:
             edit.problems.append(problem.reason)
-        else:
+        elif new != edit.answer:
             usable.append((slot, plan, edit, new))
-    backward = _backward(usable, polar_fn) if settings.edit_moved > 0 else set()
-    for slot, plan, edit, new in usable:
+    unedited = [u for u in usable if u[2].new is None]
+    backward = _backward(unedited, polar_fn) if settings.edit_moved > 0 else set()
+    for slot, plan, edit, new in unedited:
         if id(edit) in backward:
             edit.problems.append("wrong direction")
             continue
         edit.answer, edit.new, edit.failure = new, _swapper(plan, mapping)(new), None
+    moved = [u for u in usable if u[2].new is not None and id(u[2]) in still]
+    for target in {slot.target for slot, _, _, _ in moved}:
+        items = [(plan, edit, new) for slot, plan, edit, new in moved if slot.target == target]
+        probs = polar_fn([new for _, _, new in items], target) if polar_fn is not None else [float("nan")] * len(items)
+        for (plan, edit, new), p in zip(items, probs, strict=True):
+            if p > still[id(edit)]:  # NaN: no verdict, the edit stays
+                edit.answer, edit.new = new, _swapper(plan, mapping)(new)
+            else:
+                edit.problems.append("fresh try kept out")
 
 
 def _fail_unedited(slot: Slot) -> None:
@@ -802,6 +821,7 @@ def _edit_chunk(client: CachedClient, slots: list[Slot], dataset: DatasetInfo, s
             retry.append((slot, plan, edit, request, answer, problem))
     # a usable edit that still reads as the original label (a synonym where the opposite was asked) is
     # repaired too; its first edit stays unless the repair reads more as the target
+    still: dict[int, float] = {}
     unmoved = _unmoved([(slot, plan, edit) for slot, plan, edit, _ in jobs if edit.answer is not None],
                        polar_fn, settings.edit_moved)
     retry += [(slot, plan, edit, request, answer, unmoved[id(edit)][0])
@@ -824,10 +844,9 @@ def _edit_chunk(client: CachedClient, slots: list[Slot], dataset: DatasetInfo, s
             if first is not None:
                 firsts[id(edit)] = (slot, edit, first, unmoved[id(edit)][1])
         if firsts:
-            _settle(firsts, polar_fn)
+            still = _settle(firsts, polar_fn, settings.edit_moved)
     if settings.edit_fresh:
-        _fresh_tries(client, [(slot, plan, edit, request) for slot, plan, edit, request in jobs], dataset, settings,
-                     mapping, token, guard, polar_fn)
+        _fresh_tries(client, jobs, dataset, settings, mapping, token, guard, polar_fn, still)
     for slot in {id(j[0]): j[0] for j in jobs}.values():
         _fail_unedited(slot)
 
@@ -903,9 +922,15 @@ def _unmoved(done: Sequence[tuple[Slot, FieldPlan, SentenceEdit]], polar_fn: Any
     return out
 
 
-def _settle(firsts: dict[int, tuple[Slot, SentenceEdit, tuple[str | None, str | None], float]], polar_fn: Any) -> None:
+def _settle(firsts: dict[int, tuple[Slot, SentenceEdit, tuple[str | None, str | None], float]], polar_fn: Any,
+            min_gain: float) -> dict[int, float]:
     """After repairing unmoved edits: keep whichever of the first edit and the repair reads more as the target;
-    drop the edit (the sentence stays as it was) when even that one reads less as the target than the sentence."""
+    drop the edit (the sentence stays as it was) when even that one reads less as the target than the sentence.
+
+    Returns ``{id(edit): its P(target)}`` of the kept edits that are still unmoved (P(target) below 0.5 and risen
+    by less than ``min_gain``): candidates for a fresh try.
+    """
+    still: dict[int, float] = {}
     for target in {slot.target for slot, _, _, _ in firsts.values()}:
         items = [(edit, first, p0) for slot, edit, first, p0 in firsts.values() if slot.target == target]
         repaired = [(edit, first, p0) for edit, first, p0 in items if edit.answer != first[0]]
@@ -924,6 +949,9 @@ def _settle(firsts: dict[int, tuple[Slot, SentenceEdit, tuple[str | None, str | 
                 edit.problems.append("wrong direction")
                 edit.failure = (f"Sentence {edit.index + 1}: every edit read less as {target} than the sentence "
                                 f"(members, P {best:.2f} < {p0:.2f}).")
+            elif best < 0.5 and best - p0 < min_gain:
+                still[id(edit)] = float(best)
+    return still
 
 
 def _strongest(plan: FieldPlan) -> list[str]:

@@ -73,8 +73,10 @@ class GenerateSettings:
         test of direction (``0``: off, and the z test is used). Needs the judge members.
     edit_fresh
         Edit mode: a sentence whose edit and repair were both unusable (or dropped as moving the
-        wrong way) gets one more request: the first prompt again, in a fresh conversation with a
-        new seed. About one sentence in five with the bundled model; ``False`` saves those requests.
+        wrong way), or whose kept edit the members still read as unmoved (``edit_moved``), gets
+        one more request: the first prompt again, in a fresh conversation with a new seed; an
+        unmoved edit is replaced only by an answer that reads more as the target. About one
+        sentence in four with the bundled model; ``False`` saves those requests.
     """
 
     mode: str = "edit"

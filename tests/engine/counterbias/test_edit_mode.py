@@ -337,6 +337,32 @@ def test_a_repair_that_reads_less_as_the_target_is_kept_out(voted_project, stub,
     assert row["meta"]["fields"][0]["edits"][0]["problems"] == ["unmoved", "repair kept out"]
 
 
+def _by_seed(first: str, repaired: str, fresh: str):
+    """Edit answers: the first request, its repair ("still reads as"), the fresh try (seed 13 + 500)."""
+    def edit(body):
+        if body.get("seed") == 513:
+            return fresh
+        return repaired if "still reads as" in body["messages"][-1]["content"] else first
+    return edit
+
+
+def test_an_edit_still_unmoved_after_its_repair_gets_a_fresh_try(voted_project, stub, tmp_path, monkeypatch):
+    result, row, sent = _with_lexicon_members(voted_project, tmp_path, stub, monkeypatch, _by_seed(
+        "The plot is fine and the music is lovely.", "The plot is great, truly great, and the music is lovely.",
+        "The plot is dreadful and the music is lovely."))
+    assert len(result.created) == 1 and "The plot is dreadful and the music is lovely." in row["text"]
+    assert row["meta"]["repairs"] == {"edit": 1, "fresh": 1}
+    assert sum(b.get("seed") == 513 for b in sent) == 1
+
+
+def test_a_fresh_try_that_reads_less_as_the_target_is_kept_out(voted_project, stub, tmp_path, monkeypatch):
+    result, row, _ = _with_lexicon_members(voted_project, tmp_path, stub, monkeypatch, _by_seed(
+        "The plot is fine and the music is lovely.", "The plot is great, truly great, and the music is lovely.",
+        "The plot is superb and the music is lovely."))
+    assert "The plot is fine and the music is lovely." in row["text"]
+    assert row["meta"]["fields"][0]["edits"][0]["problems"] == ["unmoved", "repair kept out", "fresh try kept out"]
+
+
 def test_edit_moved_off_sends_no_repair(voted_project, stub, tmp_path, monkeypatch):
     _, _, sent = _with_lexicon_members(voted_project, tmp_path, stub, monkeypatch,
                                        lambda body: "The plot is fine and the music is lovely.", edit_moved=0.0)
