@@ -145,9 +145,10 @@ class LLMDialog(QDialog):
         self.edit_moved.setToolTip("Edit mode: an edited sentence the ensemble, reading it alone, still does not give "
                                    "the target label (P < 0.5, risen by less than this) is sent back once, saying it "
                                    "still reads as the original label (a synonym instead of the opposite); 0: off")
-        self.edit_fresh = QCheckBox("Try an unusable edit once more, in a fresh conversation")
-        self.edit_fresh.setToolTip("Edit mode: a sentence whose edit and repair were both unusable gets one more "
-                                   "request with a new seed (about one sentence in five with the bundled model)")
+        self.edit_fresh = QCheckBox("Try an unusable or unmoved edit once more, in a fresh conversation")
+        self.edit_fresh.setToolTip("Edit mode: a sentence whose edit and repair were both unusable, or that the "
+                                   "ensemble still reads as unmoved, gets one more request with a new seed (about "
+                                   "one sentence in four with the bundled model)")
         self.mode = QComboBox()
         self.mode.addItem("Edit sentences (keeps the rest of the text)", "edit")
         self.mode.addItem("Reconstruct from triples (CoBA paper)", "reconstruct")

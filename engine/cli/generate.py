@@ -52,7 +52,7 @@ def _add_generate(sub: argparse._SubParsersAction) -> None:
                    "target (P < 0.5, risen by less than this; default 0.25; 0: off)")
     p.add_argument("--no-edit-fresh", action="store_true",
                    help="edit mode: do not try a sentence once more (fresh conversation, new seed) when its edit "
-                   "and repair were both unusable")
+                   "and repair were both unusable, or the judge members still read it as unmoved")
     p.add_argument("--fields", help="fields to edit (default: text, or hypothesis for pairs)")
     p.add_argument("--judge", help="comma-separated judge members (default: the vote's members; 'none')")
     p.add_argument("--vote-set", type=int, help="vote set id (default: the newest vote per example)")
