@@ -16,3 +16,16 @@ def test_the_dialog_names_the_local_device_and_the_server_otherwise(qtbot):
     assert "parallel slot" in dialog.device.text() and not dialog.concurrency.isEnabled()
     dialog.backend.setCurrentIndex(dialog.backend.findData("openai"))
     assert dialog.device.text().startswith("On the server") and dialog.concurrency.isEnabled()
+
+
+def test_the_fresh_try_setting_goes_from_the_dialog_to_the_generation_settings(qtbot):
+    from widgets.llm_dialog import DEFAULT_VALUES, settings_from_values
+
+    dialog = LLMDialog({**DEFAULT_VALUES, "backend": "local", "model": "smollm2-135m"})
+    qtbot.addWidget(dialog)
+    assert dialog.edit_fresh.isChecked() and settings_from_values(dialog.values()).edit_fresh
+    dialog.edit_fresh.setChecked(False)
+    assert settings_from_values(dialog.values()).edit_fresh is False
+    off = LLMDialog({**DEFAULT_VALUES, "edit_fresh": False})
+    qtbot.addWidget(off)
+    assert off.edit_fresh.isChecked() is False
