@@ -13,6 +13,8 @@ are scored the same way. Printed side by side:
   train reviews (Maas et al. 2011, ``../shared/data/imdb_maas``) with every CAD original removed
   by normalised text, so the judge has never seen these reviews; each judge's accuracy on the
   originals is printed too;
+* names and dates kept: the share of the original's fact words (named entities' words and the
+  numbers of dates, :func:`engine.counterbias.edit.fact_words`) that the text still holds;
 * spurious words kept: the share of the original's spurious words (``meta.keep_words`` of the
   candidate; for the human revision, the same words) still present (form or lemma), and the
   share of texts that keep all of them;
@@ -335,9 +337,21 @@ def main() -> int:
 
         gendered = {w for pair in gender_pairs() for w in pair}
 
+        from engine.attribution.word_prior import label_word_z
+        from engine.counterbias.edit import fact_words
+        from engine.text.sentences import split_sentences
+
+        label_z = label_word_z(project, dataset.id)
+
+        facts = {k: list(dict.fromkeys(w for s in split_sentences(originals[k]["text"])
+                                       for w in fact_words(s, label_z.get(originals[k]["label"], {}))))
+                 for k in ids}
+
         def text_stats(texts: list[str], keys: list[int]) -> dict[str, float]:
             if not texts:
                 return {}
+            fact_kept = sum(len(matched_words(text, facts[k])) for text, k in zip(texts, keys) if facts[k])
+            fact_total = sum(len(facts[k]) for k in keys)
             kept_words = total_words = all_kept = 0
             plain_kept = plain_total = plain_all = 0
             dist, leaked = [], 0
@@ -360,6 +374,7 @@ def main() -> int:
                     "all_spurious_kept": all_kept / len(texts),
                     "plain_kept": plain_kept / plain_total if plain_total else float("nan"),
                     "plain_all_kept": plain_all / len(texts), "edit_distance": sum(dist) / len(dist),
+                    "facts_kept": fact_kept / fact_total if fact_total else float("nan"),
                     "bleu4": bleu4(texts, [originals[k]["text"] for k in keys]), "prompt_leaks": leaked}
 
         g_rates, h_rates = rates(gen_texts, gen_ids), rates(human_texts, ids)
@@ -387,6 +402,7 @@ def main() -> int:
             print(f"{label:<34}{f(g_rates[name]):>10}{f(h_rates[name]):>10}   (human on the same reviews {f(h_same[name])})")
         for key, label in (("spurious_words_kept", "spurious words kept (words)"), ("all_spurious_kept", "texts keeping all"),
                            ("plain_kept", "  the same, gendered words left out"), ("plain_all_kept", "  texts keeping all of those"),
+                           ("facts_kept", "names and dates kept (words)"),
                            ("edit_distance", "word edit distance to original"), ("bleu4", "BLEU-4 against original")):
             print(f"{label:<34}{f(g_stats.get(key, float('nan'))):>10}{f(h_stats.get(key, float('nan'))):>10}")
         print(f"{'prompt leaks (texts)':<34}{g_stats.get('prompt_leaks', 0):>10}{h_stats.get('prompt_leaks', 0):>10}")

@@ -29,6 +29,7 @@ __all__ = [
     "assemble",
     "check_sentence",
     "clean_sentence",
+    "fact_words",
     "has_word",
     "label_lean",
     "missing_words",
@@ -126,6 +127,46 @@ def clean_sentence(answer: str, sentence: str = "") -> str:
     return text
 
 
+
+
+#: Entity types whose words an edited sentence keeps verbatim: names, places, groups, titles, events.
+FACT_ENTITIES = frozenset({"PERSON", "ORG", "GPE", "LOC", "NORP", "FAC", "PRODUCT", "EVENT", "WORK_OF_ART", "LAW",
+                           "LANGUAGE"})
+#: A word with at least this |z| against a label is never a fact to keep: it carries the label (the recogniser
+#: calls "Awesome Awesome Awesome!" an organisation, and a title such as "Amazing Grace" may be edited).
+FACT_MAX_Z = 2.5
+
+
+def fact_words(sentence: str, z: Mapping[str, float] | None = None) -> list[str]:
+    """The words of a sentence's facts, as written: its named entities' words (:data:`FACT_ENTITIES`) and the
+    numbers of its dates, which an edit toward another label has no reason to change ("2005" -> "2004",
+    "the Norrland region of Sweden" -> "the far north of Sweden" were seen). ``[]`` without spaCy's recogniser.
+
+    ``z`` (word z-statistics against the text's label) leaves out words that carry a label (|z| >= :data:`FACT_MAX_Z`);
+    function words are left out too.
+
+    Examples
+    --------
+    >>> fact_words("Lee Pace (The White Countess) was great in 2005.")  # doctest: +SKIP
+    ['Lee', 'Pace', 'White', 'Countess', '2005']
+    """
+    from engine.text.nlp import spacy_entities
+
+    found = spacy_entities(sentence)
+    if not found:
+        return []
+    z = z or {}
+    out: list[str] = []
+    for label, text in found:
+        if label in FACT_ENTITIES:
+            words = [w for w in segment(text) if w.is_lexical]
+        elif label == "DATE":
+            words = [w for w in segment(text) if any(ch.isdigit() for ch in w.text)]
+        else:
+            continue
+        out.extend(w.text for w in words
+                   if w.key not in FUNCTION_WORDS and abs(z.get(w.key, 0.0)) < FACT_MAX_Z)
+    return list(dict.fromkeys(out))
 
 
 def _norm(text: str) -> str:

@@ -74,6 +74,7 @@ from engine.counterbias.edit import (
     assemble,
     check_sentence,
     clean_sentence,
+    fact_words,
     has_word,
     label_lean,
     missing_words,
@@ -650,7 +651,10 @@ def _plan_edits(slot: Slot, plan: FieldPlan, mapping: dict[str, str], polar_fn: 
         plan.polar = polar
     for i in _chosen_sentences(plan, raw, polar):
         gendered = [a for a, _ in swaps[i]]
-        keep = list(dict.fromkeys([*_keep_words(raw[i], plan, {}), *gendered]))
+        # names, places, titles and dates are facts, not the label: kept like the spurious words (not in a
+        # hypothesis, whose entities an NLI edit may well have to change)
+        facts = fact_words(raw[i], slot.cues) if plan.field == "text" else []
+        keep = list(dict.fromkeys([*_keep_words(raw[i], plan, {}), *gendered, *facts]))
         change = surface_words(raw[i], _content(plan.principal)) or _cue_words(raw[i], slot.cues, keep)
         keep = [w for w in keep if w.lower() not in {c.lower() for c in change}]
         plan.edits.append(SentenceEdit(i, raw[i], raw[i], change, keep))

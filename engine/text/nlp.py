@@ -19,8 +19,8 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-__all__ = ["LEMMA_PIPES", "NER_PIPES", "SENTENCE_PIPES", "TAG_PIPES", "load_spacy", "spacy_lemmas", "spacy_people",
-           "spacy_sentences", "spacy_tags"]
+__all__ = ["LEMMA_PIPES", "NER_PIPES", "SENTENCE_PIPES", "TAG_PIPES", "load_spacy", "spacy_entities", "spacy_lemmas",
+           "spacy_people", "spacy_sentences", "spacy_tags"]
 
 #: Components that find sentence boundaries.
 SENTENCE_PIPES = ("senter",)
@@ -99,6 +99,21 @@ def spacy_tags(text: str) -> list[tuple[int, str, str]] | None:
     return None if doc is None else [(t.idx, t.text, t.tag_) for t in doc]
 
 
+def spacy_entities(text: str) -> list[tuple[str, str]] | None:
+    """``(label, text)`` of every named entity spaCy's recogniser finds in ``text``; ``None`` without spaCy.
+
+    Examples
+    --------
+    >>> spacy_entities("Lee Pace was born in Texas in 1979.")  # doctest: +SKIP
+    [('PERSON', 'Lee Pace'), ('GPE', 'Texas'), ('DATE', '1979')]
+    """
+    nlp = load_spacy()
+    if nlp is None or "ner" not in nlp.pipe_names:
+        return None
+    doc = _run(text, NER_PIPES)
+    return None if doc is None else [(e.label_, e.text) for e in doc.ents]
+
+
 def spacy_people(text: str) -> list[str] | None:
     """The people spaCy's entity recogniser finds named in ``text`` (``PERSON``), or ``None`` without spaCy.
 
@@ -107,8 +122,5 @@ def spacy_people(text: str) -> list[str] | None:
     >>> spacy_people("A tired Burt Reynolds plays a mercenary.")  # doctest: +SKIP
     ['Burt Reynolds']
     """
-    nlp = load_spacy()
-    if nlp is None or "ner" not in nlp.pipe_names:
-        return None
-    doc = _run(text, NER_PIPES)
-    return None if doc is None else [e.text for e in doc.ents if e.label_ == "PERSON"]
+    found = spacy_entities(text)
+    return None if found is None else [name for label, name in found if label == "PERSON"]

@@ -416,3 +416,36 @@ def test_a_text_that_names_a_person_keeps_its_gendered_words(voted_project, stub
     assert rows[0]["text"] == named.replace(TARGET, "The plot is awful and the music is lovely.")
     plan = rows[0]["meta"]["fields"][0]
     assert plan["gender_swapped"] is False and plan["gender_swaps"] == []
+
+
+def test_names_and_dates_of_an_edited_sentence_are_kept(voted_project, stub, tmp_path):
+    """The edited sentence names a person and a year: both are words to copy, and an answer that drops the
+    name is refused and repaired."""
+    from engine.text.nlp import load_spacy
+
+    if load_spacy() is None:
+        pytest.skip("spaCy's pipeline is not installed: without it no facts are known")
+    target = "The plot is great and Burt Reynolds was lovely in 1978."
+    _dataset_with_vote(voted_project, tmp_path, review=REVIEW.replace(TARGET, target))
+    sent = []
+    reply = _dropping(lambda s: "The plot is awful and he was lovely in 1978." if "Burt" in s else edit_sentence(s),
+                      edit_sentence)
+    server = stub(reply=lambda body: sent.append(body) or reply(body))
+    result, rows = _run(voted_project, server, swap_gender=False, repair_flip=False)
+    assert len(result.created) == 1, rows[0]["meta"].get("error")
+    edit = rows[0]["meta"]["fields"][0]["edits"][0]
+    assert {"Burt", "Reynolds", "1978"} <= set(edit["keep"]) and edit["problems"] == ["missing words"]
+    assert "The plot is awful and Burt Reynolds was lovely in 1978." in rows[0]["text"]
+    first = next(b for b in sent if _editing(b))["messages"][-1]["content"]
+    assert "Words to copy exactly: plot, Burt, Reynolds, 1978" in first
+
+
+def test_fact_words_leave_out_label_words():
+    from engine.counterbias.edit import fact_words
+    from engine.text.nlp import load_spacy
+
+    if load_spacy() is None:
+        pytest.skip("spaCy's pipeline is not installed")
+    assert fact_words("I saw it at the 2005 Palm Springs festival with Lee Pace.")[:1] == ["2005"]
+    assert "Pace" in fact_words("I saw it at the 2005 Palm Springs festival with Lee Pace.")
+    assert fact_words("Awesome Awesome Awesome!", {"awesome": 9.1}) == []
