@@ -1028,9 +1028,10 @@ def _repair_flips(client: CachedClient, slots: list[Slot], dataset: DatasetInfo,
 
 
 def _backward(usable: Sequence[tuple[Slot, FieldPlan, SentenceEdit, str]], polar_fn: Any) -> set[int]:
-    """Flip repairs the members read as less the target than the sentence they would replace (by more than
-    :data:`WRONG_WAY`): asked to remove "great" from "I love movies where …, so this could have been great", the
-    small model wrote "I hate movies where …" into a text meant to read as Positive."""
+    """Answers (flip repairs, fresh tries) the members read as less the target than what they would replace — the
+    kept edit, else the sentence — by more than :data:`WRONG_WAY`: asked to remove "great" from "I love movies
+    where …, so this could have been great", the small model wrote "I hate movies where …" into a text meant to
+    read as Positive."""
     if polar_fn is None:
         return set()
     out: set[int] = set()
