@@ -22,6 +22,9 @@ are scored the same way. Printed side by side:
   BLEU-4 against the original (sacrebleu when installed, else a plain corpus BLEU-4 here);
 * prompt leaks: texts that contain a sentence (four words or more) of the bundled prompts
   (``resources/prompts``) that the original does not contain;
+* rating turned: of the texts whose original carries a rating ("7/10", "3 out of 10",
+  :mod:`engine.text.ratings`), the share with no rating left that goes with the original label
+  (``--rated`` runs only such reviews);
 * what ``counterbias decide accept --passing`` would accept (``scores.passes`` of proposed
   candidates) and how the independent judges see that subset.
 
@@ -204,6 +207,8 @@ def main() -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     parser.add_argument("--reviews", type=int, default=50, help="CAD dev reviews (default 50)")
     parser.add_argument("--shortest", action="store_true", help="the shortest reviews instead of a seeded sample")
+    parser.add_argument("--rated", action="store_true",
+                        help="only reviews that carry a rating (\"7/10\", \"3 out of 10\"): a focused run on ratings")
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--first", type=int, default=None,
                         help="keep only the first N of the chosen reviews (by id): a shorter run on the same sample")
@@ -234,6 +239,7 @@ def main() -> int:
     from engine.models.config import DEFAULT_MEMBERS, EnsembleConfig
     from engine.paths import user_data_dir
     from engine.store import ExampleQuery, Project
+    from engine.text.ratings import against, find_ratings
 
     started = time.perf_counter()
     backbones = tuple(args.members.split(",")) if args.members else DEFAULT_MEMBERS
@@ -263,6 +269,8 @@ def main() -> int:
     dev = project.examples(project.example_ids(ExampleQuery(dataset.id, splits=("dev",))))
     usable = [r for r in dev if norm_text(r["text"]) in revision_of
               and norm_text(revision_of[norm_text(r["text"])]["Text"]) != norm_text(r["text"])]
+    if args.rated:
+        usable = [r for r in usable if find_ratings(r["text"])]
     if args.shortest:
         chosen = sorted(usable, key=lambda r: (len(r["text"]), r["id"]))[: args.reviews]
     else:
@@ -272,7 +280,8 @@ def main() -> int:
     ids = [int(r["id"]) for r in chosen]
     originals = {int(r["id"]): r for r in chosen}
     human = {i: revision_of[norm_text(originals[i]["text"])]["Text"] for i in ids}
-    print(f"{len(ids)} CAD dev reviews ({'shortest' if args.shortest else f'seed {args.seed}'}), "
+    print(f"{len(ids)} CAD dev reviews{' with a rating' if args.rated else ''} "
+          f"({'shortest' if args.shortest else f'seed {args.seed}'}), "
           f"{sum(len(words(originals[i]['text'])) for i in ids) / len(ids):.0f} words on average", file=sys.stderr)
 
     # ---------------------------------------------------------------- vote and generation (engine defaults)
@@ -342,6 +351,10 @@ def main() -> int:
         from engine.text.sentences import split_sentences
 
         label_z = label_word_z(project, dataset.id)
+        from engine.attribution.word_prior import label_rating_sides
+
+        sides = label_rating_sides(project, dataset.id, field="text")
+        rated = {k for k in ids if find_ratings(originals[k]["text"])}
 
         facts = {k: list(dict.fromkeys(w for s in split_sentences(originals[k]["text"])
                                        for w in fact_words(s, label_z.get(originals[k]["label"], {}))))
@@ -355,6 +368,9 @@ def main() -> int:
             kept_words = total_words = all_kept = 0
             plain_kept = plain_total = plain_all = 0
             dist, leaked = [], 0
+            rated_n = sum(k in rated for k in keys)
+            turned = sum(k in rated and not against(text, targets[k], originals[k]["label"], sides)
+                         for text, k in zip(texts, keys))
             for text, k in zip(texts, keys):
                 keep = list((first.get(k) or {}).get("meta", {}).get("keep_words") or [])
                 found = matched_words(text, keep) if keep else []
@@ -375,6 +391,7 @@ def main() -> int:
                     "plain_kept": plain_kept / plain_total if plain_total else float("nan"),
                     "plain_all_kept": plain_all / len(texts), "edit_distance": sum(dist) / len(dist),
                     "facts_kept": fact_kept / fact_total if fact_total else float("nan"),
+                    "ratings_turned": turned / rated_n if rated_n else float("nan"), "rated": rated_n,
                     "bleu4": bleu4(texts, [originals[k]["text"] for k in keys]), "prompt_leaks": leaked}
 
         g_rates, h_rates = rates(gen_texts, gen_ids), rates(human_texts, ids)
@@ -406,6 +423,9 @@ def main() -> int:
                            ("edit_distance", "word edit distance to original"), ("bleu4", "BLEU-4 against original")):
             print(f"{label:<34}{f(g_stats.get(key, float('nan'))):>10}{f(h_stats.get(key, float('nan'))):>10}")
         print(f"{'prompt leaks (texts)':<34}{g_stats.get('prompt_leaks', 0):>10}{h_stats.get('prompt_leaks', 0):>10}")
+        print(f"{'rating turned (rated texts)':<34}{f(g_stats.get('ratings_turned', float('nan'))):>10}"
+              f"{f(h_stats.get('ratings_turned', float('nan'))):>10}   (of {g_stats.get('rated', 0)} / "
+              f"{h_stats.get('rated', 0)} rated; rating sides {sides or 'none'})")
         print(f"\ndecide accept --passing would accept {len(passing)} of {len(made)} candidates; on those: "
               f"ensemble {f(p_rates['ensemble'])}, VADER {f(p_rates['vader'])}, TF-IDF {f(p_rates['tfidf'])} flip rate")
         failing = Counter(name for r in made for name, v in (r["scores"].get("verdicts") or {}).items()

@@ -10,14 +10,15 @@ high on CAD sentiment reviews): the prior alone cannot tell them apart, the vote
 as a tie-breaker or a blend (``z-tiebreak``, ``z-prior``).
 
 Computed from the dataset's ``train`` split when it has one (else every labelled row), once
-per dataset version and text field per process.
+per dataset version and text field per process. The same rows say which label goes with
+which end of a rating scale (:func:`label_rating_sides`, :mod:`engine.text.ratings`).
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -26,9 +27,9 @@ from engine.text import segment
 if TYPE_CHECKING:
     from engine.store.project import Project
 
-__all__ = ["label_word_prior", "label_word_z", "word_prior_from_texts", "word_z_by_label"]
+__all__ = ["label_rating_sides", "label_word_prior", "label_word_z", "word_prior_from_texts", "word_z_by_label"]
 
-_CACHE: dict[tuple[str, int, str, tuple[str, ...], int], dict[str, dict[str, float]]] = {}
+_CACHE: dict[tuple[Any, ...], Any] = {}
 _LOCK = threading.Lock()
 
 
@@ -100,6 +101,20 @@ def label_word_z(project: Project, dataset_id: int, *, field: str | None = None)
     field
         The text field (default: the dataset's last text field: ``text`` or ``hypothesis``).
     """
+    return _from_labelled(project, dataset_id, field, "word z", word_z_by_label)
+
+
+def label_rating_sides(project: Project, dataset_id: int, *, field: str | None = None) -> dict[str, str]:
+    """Which label goes with the high and the low end of a rating scale in a dataset version's train split
+    (:func:`engine.text.ratings.rating_sides`; empty when its texts carry too few ratings), cached per process."""
+    from engine.text.ratings import rating_sides
+
+    return _from_labelled(project, dataset_id, field, "rating sides", rating_sides)
+
+
+def _from_labelled(project: Project, dataset_id: int, field: str | None, kind: str,
+                   compute: Callable[[list[str], list[str]], Any]) -> Any:
+    """``compute(texts, labels)`` over the train split's labelled rows (else every labelled row), cached."""
     from engine.store import ExampleQuery
 
     info = project.dataset(dataset_id)
@@ -109,7 +124,7 @@ def label_word_z(project: Project, dataset_id: int, *, field: str | None = None)
     if len(ids) == 0:
         splits = ()
         ids = project.example_ids(ExampleQuery(dataset_id))
-    key = (str(project.path), int(dataset_id), field, splits, len(ids))
+    key = (kind, str(project.path), int(dataset_id), field, splits, len(ids))
     with _LOCK:
         if key in _CACHE:
             return _CACHE[key]
@@ -119,10 +134,10 @@ def label_word_z(project: Project, dataset_id: int, *, field: str | None = None)
             if row.get("label") not in (None, ""):
                 texts.append(str(row.get(field) or ""))
                 labels.append(str(row["label"]))
-    by_label = word_z_by_label(texts, labels)
+    value = compute(texts, labels)
     with _LOCK:
-        _CACHE[key] = by_label
-    return by_label
+        _CACHE[key] = value
+    return value
 
 
 def label_word_prior(project: Project, dataset_id: int, *, field: str | None = None) -> dict[str, float]:

@@ -143,7 +143,8 @@ def fact_words(sentence: str, z: Mapping[str, float] | None = None) -> list[str]
     "the Norrland region of Sweden" -> "the far north of Sweden" were seen). ``[]`` without spaCy's recogniser.
 
     ``z`` (word z-statistics against the text's label) leaves out words that carry a label (|z| >= :data:`FACT_MAX_Z`);
-    function words are left out too.
+    function words are left out too, and so are the numbers of a rating ("10/10", which the recogniser may
+    call a date): a rating is an opinion (:mod:`engine.text.ratings`).
 
     Examples
     --------
@@ -151,11 +152,13 @@ def fact_words(sentence: str, z: Mapping[str, float] | None = None) -> list[str]
     ['Lee', 'Pace', 'White', 'Countess', '2005']
     """
     from engine.text.nlp import spacy_entities
+    from engine.text.ratings import find_ratings
 
     found = spacy_entities(sentence)
     if not found:
         return []
     z = z or {}
+    rated = {w.text for r in find_ratings(sentence) for w in segment(r.text)}
     out: list[str] = []
     for label, text in found:
         if label in FACT_ENTITIES:
@@ -165,7 +168,7 @@ def fact_words(sentence: str, z: Mapping[str, float] | None = None) -> list[str]
         else:
             continue
         out.extend(w.text for w in words
-                   if w.key not in FUNCTION_WORDS and abs(z.get(w.key, 0.0)) < FACT_MAX_Z)
+                   if w.key not in FUNCTION_WORDS and abs(z.get(w.key, 0.0)) < FACT_MAX_Z and w.text not in rated)
     return list(dict.fromkeys(out))
 
 

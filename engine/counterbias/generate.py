@@ -4,7 +4,9 @@ Two modes (:attr:`GenerateSettings.mode`). **edit** (the default) keeps the orig
 replaces only the sentences that hold a principal triple or a principal content word:
 
 1. the example's triples (extracted here when missing) are categorised per sentence against the
-   vote's W_p and W_s;
+   vote's W_p and W_s; a sentence holding a rating ("9/10") that goes with the original label
+   (:mod:`engine.text.ratings`, learned from the train split) is edited too, with the rating
+   named to change, and an answer that keeps such a rating is repaired (*rating kept*);
 2. each such sentence goes to the LLM alone, as written (prompt ``edit_sentence``), with
    its neighbours as context, its principal words to change and its spurious and gendered words
    to copy verbatim; the answer is checked (:func:`~engine.counterbias.edit.check_sentence`:
@@ -66,7 +68,7 @@ from contextlib import closing, nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from engine.attribution.word_prior import label_word_z
+from engine.attribution.word_prior import label_rating_sides, label_word_z
 from engine.counterbias.edit import (
     FUNCTION_WORDS,
     Check,
@@ -105,6 +107,7 @@ from engine.store.runs import recorded_run
 from engine.store.schema import now
 from engine.text import segment
 from engine.text.distance import word_edit_distance
+from engine.text.ratings import against, suggestion
 from engine.text.sentences import sentence_spans, split_sentences
 
 if TYPE_CHECKING:
@@ -185,6 +188,8 @@ class Slot:
     lean: Any = None
     #: Word z-statistics toward the example's own label: words to name when a sentence holds no principal word.
     cues: dict[str, float] = field(default_factory=dict)
+    #: Which label goes with which end of a rating scale ("10/10"): :func:`~engine.text.ratings.rating_sides`.
+    sides: dict[str, str] = field(default_factory=dict)
 
     def fail(self, step: str, message: str, *, retriable: bool, hint: str = "", quality: bool = False,
              reason: str = "") -> None:
@@ -330,9 +335,11 @@ def generate_counterbias(
                         and (settings.edit_polar > 0 or settings.edit_moved > 0) else None)
             if settings.mode == "edit":
                 by_label = label_word_z(project, dataset.id)
+                sides = label_rating_sides(project, dataset.id, field="text") if "text" in dataset.text_fields else {}
                 lean = polar_fn is None or settings.edit_moved <= 0
                 for slot in slots:
                     slot.cues = by_label.get(str(slot.example["label"]), {})
+                    slot.sides = sides
                     if lean and slot.target in by_label:
                         # without the members' reading of each sentence, the labels' word z-statistics say whether
                         # an edited sentence leans further from its target than before (a cruder test: it
@@ -613,9 +620,11 @@ def _content(words: Sequence[str]) -> list[str]:
     return [w for w in words if w.lower() not in FUNCTION_WORDS]
 
 
-def _chosen_sentences(plan: FieldPlan, sentences: Sequence[str], polar: Iterable[int] = ()) -> list[int]:
-    """Sentences to rewrite: those holding a principal triple or a principal content word, and
-    ``polar`` ones (read as the original label on their own); else all.
+def _chosen_sentences(plan: FieldPlan, sentences: Sequence[str], polar: Iterable[int] = (),
+                      rated: Iterable[int] = ()) -> list[int]:
+    """Sentences to rewrite: those holding a principal triple or a principal content word, ``polar``
+    ones (read as the original label on their own) and ``rated`` ones (a rating such as "9/10" that
+    goes with the original label); else all.
 
     A sentence holding a principal word goes in even when no triple of it does: the triples of a
     small LLM miss words, and a principal word left in an unedited sentence keeps the label.
@@ -623,7 +632,7 @@ def _chosen_sentences(plan: FieldPlan, sentences: Sequence[str], polar: Iterable
     chosen = {plan.sentence_of[i] for i, c in enumerate(plan.categories)
               if c == "principal" and i < len(plan.sentence_of)} & set(range(len(sentences)))
     chosen |= {i for i, s in enumerate(sentences) if surface_words(s, _content(plan.principal))}
-    chosen |= set(polar) & set(range(len(sentences)))
+    chosen |= (set(polar) | set(rated)) & set(range(len(sentences)))
     return sorted(chosen) or list(range(len(sentences)))
 
 
@@ -649,13 +658,17 @@ def _plan_edits(slot: Slot, plan: FieldPlan, mapping: dict[str, str], polar_fn: 
         probs = polar_fn(raw, str(slot.example["label"]))
         polar = [i for i, p in enumerate(probs) if p >= min_polar and len(raw[i].split()) >= 3]
         plan.polar = polar
-    for i in _chosen_sentences(plan, raw, polar):
+    # a rating ("9/10") that goes with the original label is an opinion to turn, whatever the vote says
+    ratings = ({i: [r.text for r in against(s, slot.target, str(slot.example["label"]), slot.sides)]
+                for i, s in enumerate(raw)} if plan.field == "text" and slot.sides else {})
+    for i in _chosen_sentences(plan, raw, polar, [i for i, found in ratings.items() if found]):
         gendered = [a for a, _ in swaps[i]]
         # names, places, titles and dates are facts, not the label: kept like the spurious words (not in a
         # hypothesis, whose entities an NLI edit may well have to change)
         facts = fact_words(raw[i], slot.cues) if plan.field == "text" else []
         keep = list(dict.fromkeys([*_keep_words(raw[i], plan, {}), *gendered, *facts]))
         change = surface_words(raw[i], _content(plan.principal)) or _cue_words(raw[i], slot.cues, keep)
+        change = list(dict.fromkeys([*ratings.get(i, []), *change]))
         keep = [w for w in keep if w.lower() not in {c.lower() for c in change}]
         plan.edits.append(SentenceEdit(i, raw[i], raw[i], change, keep))
     plan.keep = list(dict.fromkeys(w for e in plan.edits for w in e.keep))
@@ -720,8 +733,21 @@ def _read_answer(slot: Slot, plan: FieldPlan, edit: SentenceEdit, answer: ChatRe
     """Record an answer to an edit request; return the edited sentence it holds and why it cannot be used."""
     edit.raw.append(answer.text)
     new = clean_sentence(answer.text, edit.sentence)
-    return new, check_sentence(new, edit.sentence, edit.keep, guard=guard, original_text=plan.original,
-                               labels=labels, others=plan.others, lean=slot.lean, target=slot.target)
+    problem = check_sentence(new, edit.sentence, edit.keep, guard=guard, original_text=plan.original,
+                             labels=labels, others=plan.others, lean=slot.lean, target=slot.target)
+    if problem is None and plan.field == "text" and slot.sides:
+        problem = _rating_kept(new, slot)
+    return new, problem
+
+
+def _rating_kept(new: str, slot: Slot) -> Check | None:
+    """An edited sentence that still rates the film as the original label does ("I give it 10/10")."""
+    kept = against(new, slot.target, str(slot.example["label"]), slot.sides)
+    if not kept:
+        return None
+    example = suggestion(kept[0], slot.sides.get(slot.target))
+    return Check("rating kept", f'It keeps the rating "{kept[0].text}", which goes with {slot.example["label"]}: '
+                 f'move it to the other end of its scale (for example "{example}").')
 
 
 #: Seed offset of the fresh try of a sentence (``edit_fresh``).

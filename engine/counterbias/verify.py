@@ -38,12 +38,12 @@ from engine.progress import CancelToken, ProgressFn, ensure_token, no_progress
 if TYPE_CHECKING:
     from engine.store.project import Project
 
-__all__ = ["CandidateFilter", "ensemble_labels", "flip_rates", "judge_candidates"]
+__all__ = ["CandidateFilter", "dataset_rating_sides", "ensemble_labels", "flip_rates", "judge_candidates"]
 
 
 #: Checks every accept rule requires by default besides the flip, spurious-word and agreement checks.
 DEFAULT_CHECKS = ("prompt-echo", "prompt-leak", "refusal", "bare-label", "label-named", "commentary", "formatting",
-                  "truncation", "copy", "pattern", "llm-judge")
+                  "truncation", "copy", "rating", "pattern", "llm-judge")
 
 
 @dataclass(frozen=True)
@@ -150,6 +150,7 @@ def judge_candidates(
         progress((k + 1) / (len(members) + 1), f"judge: {name}")
     originals = _originals(project, rows)
     labels = labels or _dataset_labels(project, rows)
+    sides = dataset_rating_sides(project, rows)
     results: dict[int, dict[str, Any]] = {}
     for j, row in enumerate(rows):
         meta = json.loads(row["meta"] or "{}")
@@ -182,7 +183,8 @@ def judge_candidates(
             }
         if old.get("llm_judge") and old.get("judged_text_sha1") == sha1:  # the same text: the LLM's answer holds
             scores["llm_judge"] = old["llm_judge"]
-        scores["verdicts"] = verdicts_for(row, meta, scores, originals.get(int(row["example_id"]), {}), labels, rule)
+        scores["verdicts"] = verdicts_for(row, meta, scores, originals.get(int(row["example_id"]), {}), labels, rule,
+                                          sides)
         scores["passes"] = rule.passes(scores)
         results[int(row["id"])] = scores
     project.writer.run(_store_scores, results)
@@ -191,8 +193,13 @@ def judge_candidates(
 
 
 def verdicts_for(row: dict[str, Any], meta: dict[str, Any], scores: dict[str, Any], original: dict[str, Any],
-                 labels: Sequence[str], rule: CandidateFilter) -> dict[str, dict[str, str]]:
-    """Every registered check's verdict on one candidate row (``{name: {"status", "reason"}}``)."""
+                 labels: Sequence[str], rule: CandidateFilter,
+                 rating_sides: dict[str, str] | None = None) -> dict[str, dict[str, str]]:
+    """Every registered check's verdict on one candidate row (``{name: {"status", "reason"}}``).
+
+    ``rating_sides``: which label goes with which end of a rating scale in the dataset
+    (:func:`dataset_rating_sides`); ``None`` skips the rating check.
+    """
     from engine.verification.checks import Subject, run_checks
 
     edited = list((meta.get("generated") or {}).keys()) or [f for f in ("text", "premise", "hypothesis")
@@ -201,8 +208,23 @@ def verdicts_for(row: dict[str, Any], meta: dict[str, Any], scores: dict[str, An
         original={f: original.get(f) or "" for f in edited}, new={f: row.get(f) or "" for f in edited},
         labels=list(labels) or [row["target_label"], str(meta.get("original_label") or "")],
         target=row["target_label"], original_label=str(meta.get("original_label") or ""), scores=scores, meta=meta,
-        mode=str(meta.get("mode") or "edit"))
+        mode=str(meta.get("mode") or "edit"), rating_sides=rating_sides or {})
     return {name: v.to_dict() for name, v in run_checks(subject, rule).items()}
+
+
+def dataset_rating_sides(project: Project, rows: Sequence[dict[str, Any]]) -> dict[str, str]:
+    """The rating sides (:func:`~engine.attribution.word_prior.label_rating_sides`) of the dataset the
+    candidates' originals first belong to; empty for pairs (NLI) or a dataset without ``text``."""
+    from engine.attribution.word_prior import label_rating_sides
+
+    if not rows:
+        return {}
+    found = list(project.db.query(
+        "SELECT d.id FROM datasets d JOIN dataset_members m ON m.dataset_id = d.id WHERE m.example_id = ? "
+        "ORDER BY d.id LIMIT 1", [int(rows[0]["example_id"])]))
+    if not found or "text" not in project.dataset(int(found[0]["id"])).text_fields:
+        return {}
+    return label_rating_sides(project, int(found[0]["id"]), field="text")
 
 
 def _originals(project: Project, rows: Sequence[dict[str, Any]]) -> dict[int, dict[str, Any]]:

@@ -21,6 +21,8 @@ Built-in checks
 ``formatting``       no markdown or list formatting the original lacks
 ``truncation``       the text is complete
 ``copy``             the text differs from the original in its words
+``rating``           no rating ("9/10") that goes with another label than the target (when the train split
+                     ties the ends of a rating scale to labels, :mod:`engine.text.ratings`)
 ``pattern``          the example's symbolic pattern still matches (when the candidate has one)
 ``llm-judge``        an LLM, asked which label the text expresses, names the target (when run)
 """
@@ -89,6 +91,9 @@ class Subject:
         The candidate's ``meta`` (generation steps; ``pattern`` when it was made to keep one).
     mode
         The generation mode (``edit``/``reconstruct``/other), which picks the prompts a leak is looked for in.
+    rating_sides
+        Which label goes with which end of a rating scale in the dataset (``{label: "high"|"low"}``,
+        :func:`engine.attribution.word_prior.label_rating_sides`); empty: the ``rating`` check is skipped.
     """
 
     original: Mapping[str, str]
@@ -99,6 +104,7 @@ class Subject:
     scores: Mapping[str, Any] = field(default_factory=dict)
     meta: Mapping[str, Any] = field(default_factory=dict)
     mode: str = "edit"
+    rating_sides: Mapping[str, str] = field(default_factory=dict)
 
     def pairs(self) -> list[tuple[str, str]]:
         """``(new, original)`` of each changed field."""
@@ -114,7 +120,8 @@ CHECKS: Registry[Check] = Registry(
         ("label-flip", "label_flip"), ("soft-flip", "soft_flip"), ("member-agreement", "member_agreement"),
         ("spurious-kept", "spurious_kept"), ("prompt-echo", "prompt_echo"), ("prompt-leak", "prompt_leak"),
         ("refusal", "refusal"), ("bare-label", "bare_label"), ("label-named", "label_named"), ("commentary", "commentary"), ("formatting", "formatting"),
-        ("truncation", "truncation"), ("copy", "copy"), ("pattern", "pattern"), ("llm-judge", "llm_judge"))},
+        ("truncation", "truncation"), ("copy", "copy"), ("rating", "rating"), ("pattern", "pattern"),
+        ("llm-judge", "llm_judge"))},
 )
 
 #: Short human titles for the panel and reports.
@@ -124,7 +131,7 @@ TITLES = {
     "prompt-leak": "No few-shot leak", "refusal": "No refusal", "bare-label": "Not a bare label", "label-named": "Expresses the label, does not name it",
     "commentary": "A text, not a comment on it",
     "formatting": "No markdown/list formatting", "truncation": "Complete (not truncated)",
-    "copy": "Not a copy of the original", "pattern": "Symbolic pattern kept", "llm-judge": "LLM judge agrees",
+    "copy": "Not a copy of the original", "rating": "Rating fits the target", "pattern": "Symbolic pattern kept", "llm-judge": "LLM judge agrees",
 }
 
 
@@ -231,6 +238,22 @@ def truncation(subject: Subject, criteria: CandidateFilter) -> Verdict:
 
 def copy(subject: Subject, criteria: CandidateFilter) -> Verdict:
     return _each(subject, heuristics.copy)
+
+
+def rating(subject: Subject, criteria: CandidateFilter) -> Verdict:
+    from engine.text.ratings import against, find_ratings
+
+    if not subject.rating_sides:
+        return Verdict(SKIP, "the dataset ties no label to a rating scale")
+    found = [r for new, _ in subject.pairs() for r in find_ratings(new)]
+    if not found:
+        return Verdict(PASS, "no rating")
+    for new, _ in subject.pairs():
+        wrong = against(new, subject.target, subject.original_label, subject.rating_sides)
+        if wrong:
+            other = subject.original_label or "another label"
+            return Verdict(FAIL, f'rates it "{wrong[0].text}", a rating that goes with {other}')
+    return Verdict(PASS, ", ".join(f'"{r.text}"' for r in found) + " fits")
 
 
 def pattern(subject: Subject, criteria: CandidateFilter) -> Verdict:

@@ -120,7 +120,14 @@ def llm_judge_candidates(
         A fatal failure (refused key, no server): stopped at once; answers received so far are kept.
     """
     from engine.counterbias.settings import GenerateSettings
-    from engine.counterbias.verify import CandidateFilter, _dataset_labels, _originals, _store_scores, verdicts_for
+    from engine.counterbias.verify import (
+        CandidateFilter,
+        _dataset_labels,
+        _originals,
+        _store_scores,
+        dataset_rating_sides,
+        verdicts_for,
+    )
     from engine.llm.base import ChatRequest, ChatResult
     from engine.llm.cache import CachedClient
     from engine.llm.registry import create_backend
@@ -157,6 +164,7 @@ def llm_judge_candidates(
             if isinstance(outcome, ChatResult) and parse_label(outcome.text, labels) is not None:
                 answers[i] = outcome
     originals = _originals(project, rows)
+    sides = dataset_rating_sides(project, rows)
     model = f"{chat_backend.name}:{chat_backend.model}"
     for row, meta, outcome in zip(rows, metas, answers, strict=True):
         cid = int(row["id"])
@@ -174,7 +182,8 @@ def llm_judge_candidates(
             entry = {"label": None, "error": f"{outcome.code} {outcome.message}"[:200], "model": model}
             result.failed.append(cid)
         scores["llm_judge"] = entry
-        scores["verdicts"] = verdicts_for(row, meta, scores, originals.get(int(row["example_id"]), {}), labels, rule)
+        scores["verdicts"] = verdicts_for(row, meta, scores, originals.get(int(row["example_id"]), {}), labels, rule,
+                                          sides)
         scores["passes"] = rule.passes(scores)
         result.scores[cid] = scores
     project.writer.run(_store_scores, result.scores)

@@ -26,7 +26,8 @@ REVIEW = "I watched it with my brother on Friday.  The plot is great and the mus
 TARGET = "The plot is great and the music is lovely."
 
 
-def _dataset_with_vote(project, tmp_path, principal=("great",), spurious=("plot", "brother"), review=REVIEW):
+def _dataset_with_vote(project, tmp_path, principal=("great",), spurious=("plot", "brother"), review=REVIEW,
+                       more=()):
     from engine.io import ImportOptions, import_file
 
     src = tmp_path / "multi.csv"
@@ -35,6 +36,7 @@ def _dataset_with_vote(project, tmp_path, principal=("great",), spurious=("plot"
         w.writerow(["text", "label"])
         w.writerow([review, "Positive"])
         w.writerow(["Nothing else to see.", "Negative"])  # a second class (not generated for)
+        w.writerows(more)
     dataset = import_file(project, src, options=ImportOptions(name="multi")).dataset
     example_id = int(next(iter(project.iter_examples(dataset.id)))["id"])
 
@@ -449,3 +451,74 @@ def test_fact_words_leave_out_label_words():
     assert fact_words("I saw it at the 2005 Palm Springs festival with Lee Pace.")[:1] == ["2005"]
     assert "Pace" in fact_words("I saw it at the 2005 Palm Springs festival with Lee Pace.")
     assert fact_words("Awesome Awesome Awesome!", {"awesome": 9.1}) == []
+
+
+#: Rated rows, written for these tests: Positive reviews rate high and Negative ones low (the sides are learned).
+RATED = [(f"A fine evening, {n}/10.", "Positive") for n in (7, 8, 8, 9, 9, 10, 10, 8)] + [
+    (f"A poor evening, {n} out of 10.", "Negative") for n in (1, 2, 2, 3, 3, 4, 1, 2)]
+
+
+def test_a_rating_of_the_original_label_is_edited_and_a_kept_rating_repaired(voted_project, stub, tmp_path):
+    """The review's last sentence holds no principal word but rates it 10/10: it is edited with "10/10" named to
+    change; an answer that keeps 10/10 is refused ("rating kept") and the repair, asked for e.g. "2/10", taken."""
+    review = REVIEW + " I give it 10/10."
+    _dataset_with_vote(voted_project, tmp_path, review=review, more=RATED)
+    sent = []
+
+    def reply(body):
+        sent.append(body)
+        sentence = sentence_to_edit(body)
+        if sentence != "I give it 10/10.":
+            return scripted_reply(body)
+        repairing = "cannot be used" in body["messages"][-1]["content"]
+        return "I give it 2/10." if repairing else "I happily give it 10/10."
+
+    result, rows = _run(voted_project, stub(reply=reply), swap_gender=False, repair_flip=False)
+    assert len(result.created) == 1, rows[0]["meta"].get("error")
+    assert rows[0]["text"].endswith("The cinema was cold. I give it 2/10.")
+    edit = next(e for e in rows[0]["meta"]["fields"][0]["edits"] if e["sentence"] == "I give it 10/10.")
+    assert edit["change"] == ["10/10"] and edit["problems"] == ["rating kept"]
+    first = next(b for b in sent if sentence_to_edit(b) == "I give it 10/10.")["messages"][-1]["content"]
+    assert "Words to change: 10/10" in first
+    repair = next(b for b in sent if "cannot be used" in b["messages"][-1]["content"])["messages"][-1]["content"]
+    assert '"10/10", which goes with Positive' in repair and '"2/10"' in repair
+
+
+def test_without_rated_rows_a_rating_is_left_alone(voted_project, stub, tmp_path):
+    """Two rows cannot say which label goes with which end of the scale: the rating sentence is not sent."""
+    _dataset_with_vote(voted_project, tmp_path, review=REVIEW + " I give it 10/10.")
+    sent = []
+    result, rows = _run(voted_project, stub(reply=lambda body: sent.append(body) or scripted_reply(body)),
+                        swap_gender=False, repair_flip=False)
+    assert len(result.created) == 1 and rows[0]["text"].endswith("I give it 10/10.")
+    assert [sentence_to_edit(b) for b in sent if _editing(b)] == [TARGET]
+
+
+def test_fact_words_leave_out_the_numbers_of_a_rating():
+    from engine.counterbias.edit import fact_words
+    from engine.text.nlp import load_spacy
+
+    if load_spacy() is None:
+        pytest.skip("spaCy's pipeline is not installed")
+    assert fact_words("I saw it in 2005 and give it 10/10.") == ["2005"]
+    assert fact_words("I rate it a 9.0 on a scale of 10.") == []
+
+
+def test_a_candidate_that_keeps_the_rating_fails_the_rating_check(voted_project, stub, tmp_path):
+    """The LLM keeps 10/10 in its edit and its repair: the sentence stays as it was, the candidate is made from the
+    other edit, and verification (the dataset's rating sides, learned from its rows) holds it back."""
+    from engine.counterbias import judge_candidates
+
+    _dataset_with_vote(voted_project, tmp_path, review=REVIEW + " I give it 10/10.", more=RATED)
+
+    def reply(body):
+        if sentence_to_edit(body) == "I give it 10/10.":
+            return "I honestly give it 10/10."
+        return scripted_reply(body)
+
+    result, rows = _run(voted_project, stub(reply=reply), swap_gender=False, repair_flip=False, edit_fresh=False)
+    assert len(result.created) == 1 and rows[0]["text"].endswith("I give it 10/10.")
+    scores = judge_candidates(voted_project, result.created, [])[result.created[0]]
+    assert scores["verdicts"]["rating"] == {"status": "fail", "reason": 'rates it "10/10", a rating that goes with '
+                                                                         "Positive"}
+    assert scores["passes"] is False
