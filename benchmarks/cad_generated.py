@@ -1,0 +1,214 @@
+"""CAD sentiment downstream rows with generated candidates (issue 12, item 5): do the product's candidates help?
+
+Two steps, each resumable (the projects keep every vote, LLM answer and candidate, so a rerun
+continues where the last one stopped):
+
+1. **generate** — in the generation project (``--gen-project``: CAD sentiment *orig* train,
+   with dev as its dev split; members trained with ``--preset`` unless already there: the same
+   members as ``benchmarks/coba_quality.py``, so its project can be copied and reused),
+   ``--originals`` CAD train originals that have a human revision (the shortest ones by
+   default, since each sentence costs an LLM request on a CPU; ``--sample`` for a seeded
+   sample) are voted on (the Word importance panel's default methods) and go through the
+   default edit-mode generation with the bundled model, ``--chunk`` originals per call. The
+   made candidates (one per original, labelled with their target) and the human revisions of
+   the same originals are written to CSV.
+2. **evaluate** (``--evaluate``) — in the downstream project of ``benchmarks/cad_downstream.py``
+   (``--project``), the two CSVs become datasets and three conditions are trained over seeds:
+   D_ori (the 1,707 originals), D_ori + the generated candidates, D_ori + the human revisions of
+   the same originals (the same count). Tested on CAD dev originals, CAD dev revisions and the
+   contrast-set dev. ``--passing`` uses only the candidates the accept rule passes (their human
+   revisions alike). Also the diversity of the generated vs the human edits of those originals.
+
+Run::
+
+    nice -n 10 python benchmarks/cad_generated.py --originals 300            # generate (hours on 2 cores)
+    nice -n 10 python benchmarks/cad_generated.py --originals 300 --evaluate --classifier tfidf-lr
+
+A time budget (``--minutes``) stops generation between chunks; what is made is kept.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import random
+import re
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+DATA = ROOT.parent / "shared" / "data"
+CAD = DATA / "cad" / "sentiment"
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip().lower()
+
+
+def _revisions() -> dict[str, dict[str, str]]:
+    """CAD paired train: each original's normalised text → its human revision row."""
+    with open(CAD / "combined/paired/train_paired.tsv", encoding="utf-8", newline="") as f:
+        rows = list(csv.DictReader(f, delimiter="\t"))
+    return {_norm(rows[k]["Text"]): rows[k + 1] for k in range(0, len(rows) - 1, 2)}
+
+
+def generate(args: argparse.Namespace) -> tuple[Path, Path]:
+    """Step 1; returns the CSVs of generated candidates and of the same originals' human revisions."""
+    from engine.attribution import VoteSettings, find_principal_words
+    from engine.counterbias import GenerateSettings, candidate_rows, generate_counterbias
+    from engine.io import ImportOptions, import_file
+    from engine.llm.config import LLMConfig
+    from engine.models import default_ensemble, train_ensemble
+    from engine.models.config import EnsembleConfig
+    from engine.store import ExampleQuery, Project
+
+    path: Path = args.gen_project
+    path.parent.mkdir(parents=True, exist_ok=True)
+    project = Project.open(path) if path.exists() else Project.create(path)
+    with project:
+        if "cad-train" not in {d.name for d in project.datasets()}:
+            train = import_file(project, CAD / "orig" / "train.tsv", options=ImportOptions(name="cad-train"))
+            import_file(project, CAD / "orig" / "dev.tsv",
+                        options=ImportOptions(append_to=train.dataset.id, split="dev"))
+        dataset = project.dataset("cad-train")
+        base = default_ensemble("bench-", backbones=(args.members.split(",")[0],), preset=args.preset).members[0]
+        members = []
+        for b in args.members.split(","):
+            spec = replace(base, name=f"bench-{b}", backbone=b)
+            trained = train_ensemble(project, dataset.id, EnsembleConfig((spec,)))
+            members.append(spec.name)
+            print(f"member {spec.name}: dev accuracy {trained.members[0].dev_accuracy:.3f}", file=sys.stderr)
+        revision_of = _revisions()
+        train_rows = project.examples(project.example_ids(ExampleQuery(dataset.id, splits=("train",))))
+        usable = [r for r in train_rows if _norm(r["text"]) in revision_of
+                  and _norm(revision_of[_norm(r["text"])]["Text"]) != _norm(r["text"])]
+        if args.sample:
+            chosen = random.Random(args.seed).sample(usable, min(args.originals, len(usable)))
+        else:
+            chosen = sorted(usable, key=lambda r: (len(r["text"]), r["id"]))[: args.originals]
+        ids = sorted(int(r["id"]) for r in chosen)
+        originals = {int(r["id"]): r for r in chosen}
+        words = sum(len(originals[i]["text"].split()) for i in ids) / max(len(ids), 1)
+        print(f"{len(ids)} CAD train originals ({'seeded sample' if args.sample else 'shortest'}), "
+              f"{words:.0f} words on average", file=sys.stderr)
+        config = LLMConfig(backend="local", model=args.model, concurrency=1,
+                           params={"temperature": 0.0, "seed": 0}, options={"n_threads": args.threads})
+        settings = GenerateSettings()
+        # an even ensemble (two members) needs a strict majority
+        vote_settings = VoteSettings(threshold=None if len(members) % 2 else len(members) // 2 + 1)
+        deadline = time.monotonic() + 60 * args.minutes if args.minutes else None
+        for start in range(0, len(ids), args.chunk):
+            if deadline is not None and time.monotonic() > deadline:
+                print(f"time budget spent after {start} originals; rerun to continue", file=sys.stderr)
+                break
+            chunk = ids[start:start + args.chunk]
+            made = {int(r["example_id"]) for r in candidate_rows(project, example_ids=chunk)
+                    if r["status"] != "failed" and r["meta"].get("settings_key") == settings.key()}
+            todo = [i for i in chunk if i not in made]
+            if not todo:
+                continue
+            t0 = time.perf_counter()
+            vote = find_principal_words(project, dataset.id, members, vote=vote_settings, wordlists=("gender",),
+                                        example_ids=todo)
+            result = generate_counterbias(project, dataset.id, todo, config, vote_set_id=vote.vote_set_id,
+                                          settings=settings)
+            print(f"originals {start + len(chunk)}/{len(ids)}: {len(result.created)} made, {len(result.failed)} "
+                  f"failed, {result.sent} requests, {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+        rows = [r for r in candidate_rows(project, example_ids=ids)
+                if r["status"] != "failed" and r["meta"].get("settings_key") == settings.key()]
+    first: dict[int, dict] = {}
+    for r in rows:
+        first.setdefault(int(r["example_id"]), r)
+    if args.passing:
+        first = {k: r for k, r in first.items() if r["scores"].get("passes")}
+    out = path.parent
+    gen_csv, human_csv = out / "generated.csv", out / "human_same.csv"
+    with open(gen_csv, "w", encoding="utf-8", newline="") as g, open(human_csv, "w", encoding="utf-8", newline="") as h:
+        gw, hw = csv.writer(g), csv.writer(h)
+        gw.writerow(["text", "label"])
+        hw.writerow(["text", "label"])
+        for k in sorted(first):
+            human = revision_of[_norm(originals[k]["text"])]
+            gw.writerow([first[k]["text"], first[k]["target_label"]])
+            hw.writerow([human["Text"], human["Sentiment"]])
+    print(f"{len(first)} of {len(ids)} originals have a{' passing' if args.passing else ''} candidate: "
+          f"{gen_csv}, {human_csv}", file=sys.stderr)
+    return gen_csv, human_csv
+
+
+def evaluate(args: argparse.Namespace, gen_csv: Path, human_csv: Path) -> None:
+    """Step 2: the downstream conditions in the cad_downstream project."""
+    from engine.evaluation.classifiers import make_classifier
+    from engine.evaluation.conditions import parse_condition
+    from engine.evaluation.diversity_report import pair_diversity
+    from engine.evaluation.experiment import run_evaluation
+    from engine.evaluation.table import format_table
+    from engine.io import ImportOptions, import_file
+    from engine.store import Project
+
+    with open(gen_csv, encoding="utf-8", newline="") as f:
+        n = sum(1 for _ in csv.DictReader(f))
+    if not args.project.exists():
+        raise SystemExit(f"{args.project} does not exist: run benchmarks/cad_downstream.py --project "
+                         f"{args.project} first (it imports the originals and the test sets)")
+    tag = f"{n}{'-passing' if args.passing else ''}"
+    with Project.open(args.project) as project:
+        names = {d.name for d in project.datasets()}
+        for name, src in ((f"generated-{tag}", gen_csv), (f"human-same-{tag}", human_csv)):
+            if name not in names:
+                import_file(project, src, options=ImportOptions(name=name, split="train"))
+        conditions = [
+            parse_condition("D_ori=cad-orig-train"),
+            parse_condition(f"+{n} generated=cad-orig-train+generated-{tag}"),
+            parse_condition(f"+{n} human revisions (same originals)=cad-orig-train+human-same-{tag}"),
+        ]
+        result = run_evaluation(project, conditions, make_classifier(args.classifier),
+                                seeds=list(range(args.seeds)),
+                                progress=lambda f, m="": print(f"  {f:5.1%} {m}", file=sys.stderr))
+        print(format_table(result.table()))
+        print(f"({result.computed} computed, {result.skipped} reused; accuracy %, mean ± 95% t-CI over "
+              f"{args.seeds} seeds; classifier {args.classifier})")
+    revision_of = _revisions()
+    with open(gen_csv, encoding="utf-8", newline="") as f:
+        generated = [r["text"] for r in csv.DictReader(f)]
+    with open(human_csv, encoding="utf-8", newline="") as f:
+        human = [r["text"] for r in csv.DictReader(f)]
+    parent_of = {_norm(r["Text"]): o for o, r in revision_of.items()}
+    parents = [parent_of.get(_norm(h), "") for h in human]
+    for label, edits in (("generated", generated), ("human revisions", human)):
+        report = pair_diversity(edits, parents)
+        print(f"{label} vs their originals ({len(edits)}): "
+              + ", ".join(f"{k} {v:.3f}" if isinstance(v, float) else f"{k} {v}" for k, v in report.as_dict().items()))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--gen-project", type=Path,
+                        default=Path(tempfile.gettempdir()) / "cad_generated" / "cad.cbproj")
+    parser.add_argument("--project", type=Path, default=Path(tempfile.gettempdir()) / "cad_downstream.cbproj",
+                        help="the downstream project of benchmarks/cad_downstream.py")
+    parser.add_argument("--originals", type=int, default=300)
+    parser.add_argument("--sample", action="store_true", help="a seeded sample instead of the shortest originals")
+    parser.add_argument("--seed", type=int, default=11)
+    parser.add_argument("--members", default="minilm-l6,minilm-l3")
+    parser.add_argument("--preset", default="fast-cpu", help="training preset of the members (as coba_quality.py)")
+    parser.add_argument("--model", default="qwen2.5-coder-1.5b")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--chunk", type=int, default=25, help="originals per generation call")
+    parser.add_argument("--minutes", type=float, default=0, help="stop generating after this long (0: no limit)")
+    parser.add_argument("--passing", action="store_true", help="only candidates the accept rule passes")
+    parser.add_argument("--evaluate", action="store_true", help="also train and test the downstream conditions")
+    parser.add_argument("--classifier", default="tfidf-lr")
+    parser.add_argument("--seeds", type=int, default=3)
+    args = parser.parse_args()
+    gen_csv, human_csv = generate(args)
+    if args.evaluate:
+        evaluate(args, gen_csv, human_csv)
+
+
+if __name__ == "__main__":
+    main()
