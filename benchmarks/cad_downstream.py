@@ -49,6 +49,19 @@ def _imdb_extra(folder: Path) -> Path:
     return out
 
 
+def evaluate_and_print(project, conditions: list, classifier: str, seeds: int) -> None:
+    """Train and test ``conditions`` over ``seeds`` seeds (reusing stored results) and print the table."""
+    from engine.evaluation.classifiers import make_classifier
+    from engine.evaluation.experiment import run_evaluation
+    from engine.evaluation.table import format_table
+
+    result = run_evaluation(project, conditions, make_classifier(classifier), seeds=list(range(seeds)),
+                            progress=lambda f, m="": print(f"  {f:5.1%} {m}", file=sys.stderr))
+    print(format_table(result.table()))
+    print(f"({result.computed} computed, {result.skipped} reused; accuracy %, mean ± 95% t-CI over {seeds} seeds; "
+          f"classifier {classifier})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--project", type=Path, default=Path(tempfile.gettempdir()) / "cad_downstream.cbproj")
@@ -57,10 +70,7 @@ def main() -> None:
     parser.add_argument("--no-diversity", action="store_true")
     args = parser.parse_args()
 
-    from engine.evaluation.classifiers import make_classifier
     from engine.evaluation.conditions import parse_condition
-    from engine.evaluation.experiment import run_evaluation
-    from engine.evaluation.table import format_table
     from engine.evaluation.test_sets import mark_test_set
     from engine.io import ImportOptions, import_file
     from engine.store import Project
@@ -89,12 +99,7 @@ def main() -> None:
             parse_condition("+1707 IMDb originals=cad-orig-train+imdb-extra@1707"),
             parse_condition("+human revisions=cad-orig-train+cad-new-train"),
         ]
-        result = run_evaluation(project, conditions, make_classifier(args.classifier),
-                                seeds=list(range(args.seeds)),
-                                progress=lambda f, m="": print(f"  {f:5.1%} {m}", file=sys.stderr))
-        print(format_table(result.table()))
-        print(f"({result.computed} computed, {result.skipped} reused; accuracy %, mean ± 95% t-CI over "
-              f"{args.seeds} seeds)")
+        evaluate_and_print(project, conditions, args.classifier, args.seeds)
     if not args.no_diversity:
         from engine.evaluation.diversity_report import pair_diversity
 

@@ -41,6 +41,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 DATA = ROOT.parent / "shared" / "data"
 CAD = DATA / "cad" / "sentiment"
 
@@ -142,11 +143,10 @@ def generate(args: argparse.Namespace) -> tuple[Path, Path]:
 
 def evaluate(args: argparse.Namespace, gen_csv: Path, human_csv: Path) -> None:
     """Step 2: the downstream conditions in the cad_downstream project."""
-    from engine.evaluation.classifiers import make_classifier
+    from cad_downstream import evaluate_and_print
+
     from engine.evaluation.conditions import parse_condition
     from engine.evaluation.diversity_report import pair_diversity
-    from engine.evaluation.experiment import run_evaluation
-    from engine.evaluation.table import format_table
     from engine.io import ImportOptions, import_file
     from engine.store import Project
 
@@ -166,12 +166,7 @@ def evaluate(args: argparse.Namespace, gen_csv: Path, human_csv: Path) -> None:
             parse_condition(f"+{n} generated=cad-orig-train+generated-{tag}"),
             parse_condition(f"+{n} human revisions (same originals)=cad-orig-train+human-same-{tag}"),
         ]
-        result = run_evaluation(project, conditions, make_classifier(args.classifier),
-                                seeds=list(range(args.seeds)),
-                                progress=lambda f, m="": print(f"  {f:5.1%} {m}", file=sys.stderr))
-        print(format_table(result.table()))
-        print(f"({result.computed} computed, {result.skipped} reused; accuracy %, mean ± 95% t-CI over "
-              f"{args.seeds} seeds; classifier {args.classifier})")
+        evaluate_and_print(project, conditions, args.classifier, args.seeds)
     revision_of = _revisions()
     with open(gen_csv, encoding="utf-8", newline="") as f:
         generated = [r["text"] for r in csv.DictReader(f)]

@@ -17,7 +17,12 @@ reviews minus every CAD review and by VADER; diversity (self-BLEU-4 of the edits
 top-5 PC variance share) and closeness (word edit distance and MiniLM cosine to the original);
 for CORE, the share of edits that use at least one offered keyword.
 
-Run: ``nice -n 10 python benchmarks/core_compare.py --reviews 50``.
+CoBA's edits of the same reviews come from ``benchmarks/coba_quality.py`` (its own project, its
+ensemble and vote): ``--coba-jsonl`` reads the candidates file that run wrote (run it with the same
+``--reviews`` and ``--shortest``/``--seed`` choice; reviews are matched by their text) and measures
+them here with the same judges and diversity figures.
+
+Run: ``nice -n 10 python benchmarks/core_compare.py --reviews 50 --shortest [--coba-jsonl FILE]``.
 """
 
 from __future__ import annotations
@@ -65,6 +70,8 @@ def main() -> int:
     parser.add_argument("--corpus-docs", type=int, default=3000)
     parser.add_argument("--model", default="qwen2.5-coder-1.5b")
     parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--coba-jsonl", type=Path, default=None,
+                        help="candidates of benchmarks/coba_quality.py on the same reviews (its --out)")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     log = lambda f, m="": print(f"\r[{f:6.1%}] {m[:100]:100}", end="", file=sys.stderr)  # noqa: E731
@@ -136,6 +143,26 @@ def main() -> int:
         other = {"Positive": "Negative", "Negative": "Positive"}
         human = [{"text": revision_of[norm_text(originals[i]["text"])], "example_id": i,
                   "target_label": other[originals[i]["label"]], "meta": {}} for i in ids]
+        if args.coba_jsonl:
+            import json
+
+            by_text = {norm_text(originals[i]["text"]): i for i in ids}
+            coba, coba_failed = [], 0
+            with open(args.coba_jsonl, encoding="utf-8") as f:
+                for line in f:
+                    r = json.loads(line)
+                    i = by_text.get(norm_text(r["original"]))
+                    if i is None:
+                        continue
+                    if r.get("candidate"):
+                        coba.append({"text": r["candidate"], "example_id": i, "target_label": r["target_label"],
+                                     "meta": {}})
+                    else:
+                        coba_failed += 1
+            missing = len(ids) - len({r["example_id"] for r in coba}) - coba_failed
+            print(f"CoBA (from {args.coba_jsonl.name}): {len(coba)} made, {coba_failed} failed"
+                  + (f", {missing} of these reviews not in that file" if missing else ""), file=sys.stderr)
+            groups["coba"] = (coba, coba_failed)
         groups["human"] = (human, 0)
 
         print(f"\n{'method':<8} {'made':>4} {'fail':>4}  {'judge':>5} {'tfidf':>5} {'vader':>5}  {'sBLEU':>5} "
