@@ -922,7 +922,7 @@ def _unmoved(done: Sequence[tuple[Slot, FieldPlan, SentenceEdit]], polar_fn: Any
     out: dict[int, tuple[str, float]] = {}
     by_target: dict[str, list[tuple[Slot, SentenceEdit]]] = {}
     for slot, plan, edit in done:
-        if plan.field == "text":
+        if plan.field == "text" and not _rating_only_turned(slot, edit):
             by_target.setdefault(slot.target, []).append((slot, edit))
     for target, items in by_target.items():
         probs = polar_fn([e.original for _, e in items] + [e.answer for _, e in items], target)
@@ -950,6 +950,21 @@ def _unmoved(done: Sequence[tuple[Slot, FieldPlan, SentenceEdit]], polar_fn: Any
             out[id(edit)] = (f"{message} Use words of the opposite meaning, or add or remove a negation, so that "
                              f"it reads as {target}.", float(p0))
     return out
+
+
+def _rating_only_turned(slot: Slot, edit: SentenceEdit) -> bool:
+    """The edit turned the sentence's rating of the original label's side, and nothing else in the sentence
+    carries that label (no word with z >= :data:`CUE_Z` toward it: "10/10 stars!", "In all, I gave this movie
+    a 4/10 rating."): moved, whatever the members read — they called "0/10 stars!" unmoved and sent two more
+    requests. "I would highly recommend it, 9/10" still goes to the members."""
+    label = str(slot.example["label"])
+    found = against(edit.original, slot.target, label, slot.sides) if slot.sides else []
+    if not found or against(edit.answer or "", slot.target, label, slot.sides):
+        return False
+    rest = edit.original
+    for rating in found:
+        rest = rest.replace(rating.text, " ")
+    return not any(slot.cues.get(w.key, 0.0) >= CUE_Z for w in segment(rest) if w.is_lexical)
 
 
 def _settle(firsts: dict[int, tuple[Slot, SentenceEdit, tuple[str | None, str | None], float]], polar_fn: Any,

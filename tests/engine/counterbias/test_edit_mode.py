@@ -297,13 +297,14 @@ def _lexicon_polar(project, members, token):
     return polar
 
 
-def _with_lexicon_members(project, tmp_path, stub, monkeypatch, edit, **settings):
-    """Generate for the first review with ``_lexicon_polar`` as the members' sentence reading; ``edit(body)``
-    answers the edit requests. Returns (result, candidate row, request bodies)."""
+def _with_lexicon_members(project, tmp_path, stub, monkeypatch, edit, *, polar=_lexicon_polar, review=REVIEW,
+                          more=(), **settings):
+    """Generate for the first review with ``polar`` (``_lexicon_polar``) as the members' sentence reading;
+    ``edit(body)`` answers the edit requests. Returns (result, candidate row, request bodies)."""
     import engine.counterbias.generate as generate
 
-    monkeypatch.setattr(generate, "_polar_fn", _lexicon_polar)
-    dataset = _dataset_with_vote(project, tmp_path)
+    monkeypatch.setattr(generate, "_polar_fn", polar)
+    dataset = _dataset_with_vote(project, tmp_path, review=review, more=more)
     sent = []
     server = stub(reply=lambda body: sent.append(body) or (edit(body) if _editing(body) else scripted_reply(body)))
     config = LLMConfig(backend="openai", model="stub", base_url=server.base_url)
@@ -522,3 +523,23 @@ def test_a_candidate_that_keeps_the_rating_fails_the_rating_check(voted_project,
     assert scores["verdicts"]["rating"] == {"status": "fail", "reason": 'rates it "10/10", a rating that goes with '
                                                                          "Positive"}
     assert scores["passes"] is False
+
+
+def test_a_sentence_that_is_only_a_rating_is_moved_when_its_rating_turns(voted_project, stub, tmp_path, monkeypatch):
+    """The members misread "2/10 stars!" as Positive as "10/10 stars!" (they never learned ratings): a turned rating
+    in a sentence with no other word of the original label counts as moved, so no repair or fresh try is sent."""
+    def misreading(project, members, token):
+        lexicon = _lexicon_polar(project, members, token)
+        return lambda sentences, label: [(0.9 if label == "Positive" else 0.1) if "stars" in s else p
+                                         for s, p in zip(sentences, lexicon(sentences, label))]
+
+    def edit(body):
+        sentence = sentence_to_edit(body)
+        return sentence.replace("10/10", "2/10") if "10/10" in sentence else edit_sentence(sentence)
+
+    result, row, sent = _with_lexicon_members(voted_project, tmp_path, stub, monkeypatch, edit, polar=misreading,
+                                              review=REVIEW + " 10/10 stars!", more=RATED)
+    assert len(result.created) == 1 and row["text"].endswith("The cinema was cold. 2/10 stars!")
+    rating = next(e for e in row["meta"]["fields"][0]["edits"] if e["sentence"] == "10/10 stars!")
+    assert rating["problems"] == [] and row["meta"]["repairs"] == {}
+    assert sum(sentence_to_edit(b) == "10/10 stars!" for b in sent) == 1
