@@ -3,13 +3,16 @@
 :func:`word_diff` compares the two texts word by word (:class:`difflib.SequenceMatcher`
 over whitespace-separated words, punctuation attached); :func:`diff_html` renders it with
 deletions in red strikethrough and insertions in green. Every piece of text is escaped:
-data never becomes markup. :class:`DiffView` is a read-only browser for such HTML.
+data never becomes markup. IMDb-style ``<br />`` tags in the data are line breaks: a token of
+their own in the diff (a rating right after one, "<br />10/10", is its own word) and a line
+break on screen. :class:`DiffView` is a read-only browser for such HTML.
 """
 
 from __future__ import annotations
 
 import difflib
 import html
+import re
 from typing import Literal, NamedTuple
 
 from PySide6.QtWidgets import QTextBrowser, QWidget
@@ -20,6 +23,13 @@ __all__ = ["DELETE_STYLE", "INSERT_STYLE", "DiffOp", "DiffView", "diff_html", "w
 DELETE_STYLE = "color: #a40000; background-color: #fde0e0; text-decoration: line-through;"
 #: Style of inserted words (green).
 INSERT_STYLE = "color: #1a6b1a; background-color: #dcf5dc;"
+#: Stands for a ``<br />`` of the data while diffing (a private-use character: never in real text).
+_BREAK = "\ue000"
+_BREAK_TAG = re.compile(r"<br\s*/?>", re.IGNORECASE)
+
+
+def _words(text: str) -> list[str]:
+    return _BREAK_TAG.sub(f" {_BREAK} ", text or "").split()
 
 
 class DiffOp(NamedTuple):
@@ -33,23 +43,28 @@ def word_diff(original: str, new: str) -> list[DiffOp]:
     """The word-level edit from ``original`` to ``new``.
 
     A replaced run becomes a ``delete`` followed by an ``insert``. Words are compared
-    exactly (case and punctuation count); whitespace differences are ignored.
+    exactly (case and punctuation count); whitespace differences are ignored; a ``<br />``
+    of the data is a word of its own, written ``"\n"`` in the runs.
 
     Examples
     --------
     >>> word_diff("a good film", "a bad film")
     [DiffOp(op='equal', text='a'), DiffOp(op='delete', text='good'), DiffOp(op='insert', text='bad'), DiffOp(op='equal', text='film')]
     """
-    a, b = (original or "").split(), (new or "").split()
+    a, b = _words(original), _words(new)
     out: list[DiffOp] = []
+
+    def run(words: list[str]) -> str:
+        return re.sub(f" ?{_BREAK} ?", "\n", " ".join(words))
+
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
         if tag == "equal":
-            out.append(DiffOp("equal", " ".join(a[i1:i2])))
+            out.append(DiffOp("equal", run(a[i1:i2])))
             continue
         if tag in ("delete", "replace"):
-            out.append(DiffOp("delete", " ".join(a[i1:i2])))
+            out.append(DiffOp("delete", run(a[i1:i2])))
         if tag in ("insert", "replace"):
-            out.append(DiffOp("insert", " ".join(b[j1:j2])))
+            out.append(DiffOp("insert", run(b[j1:j2])))
     return out
 
 
@@ -57,7 +72,7 @@ def diff_html(original: str, new: str) -> str:
     """HTML of :func:`word_diff` (escaped), deletions struck through in red, insertions green."""
     parts = []
     for op, text in word_diff(original, new):
-        escaped = html.escape(text)
+        escaped = html.escape(text).replace("\n", "<br>")
         if op == "delete":
             parts.append(f'<span style="{DELETE_STYLE}">{escaped}</span>')
         elif op == "insert":

@@ -18,6 +18,16 @@ def test_word_diff_marks_deletions_and_insertions():
     assert word_diff("", "new text") == [DiffOp("insert", "new text")]
 
 
+def test_html_line_breaks_are_words_of_their_own_and_shown_as_breaks():
+    """IMDb's "<br /><br />10/10": the rating alone is the changed word, the tags become line breaks."""
+    ops = word_diff("A must-see!<br /><br />10/10 stars!", "A must-see!<br /><br />0/10 stars!")
+    assert ops == [DiffOp("equal", "A must-see!\n\n"), DiffOp("delete", "10/10"), DiffOp("insert", "0/10"),
+                   DiffOp("equal", "stars!")]
+    assert change_counts("Good.<br />Great cast.", "Good.<br />Weak cast.") == (1, 1)
+    out = diff_html("Good.<br />Great cast.", "Good.<br />Weak cast.")
+    assert out.startswith("Good.<br>") and "&lt;br" not in out
+
+
 def test_diff_html_escapes_data(qtbot):
     out = diff_html("a <b>bold</b> claim", "a <i>meek</i> claim")
     assert "<b>bold" not in out and "&lt;b&gt;bold&lt;/b&gt;" in out
