@@ -233,6 +233,9 @@ class ReviewPanel(QWidget):
     scopeChanged = Signal()
     """The candidate scope (this example / whole dataset) changed."""
 
+    candidateChanged = Signal(object)
+    """The current candidate (a dict, or ``None``) changed."""
+
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.generate_selection = QPushButton("Generate for selection")
@@ -392,6 +395,11 @@ class ReviewPanel(QWidget):
 
     # ------------------------------------------------------------------ state
     @property
+    def shown_example_id(self) -> int | None:
+        """The id of the example whose triples are shown on the left (``None``: none)."""
+        return self._example_id
+
+    @property
     def dataset_scope(self) -> bool:
         """Whether the whole dataset's candidates are listed (else the selected example's)."""
         return self.scope.currentData() == "dataset"
@@ -527,6 +535,7 @@ class ReviewPanel(QWidget):
         else:
             self.detail.show_html(candidate_html(cand))
         self.verification.show_verdicts(cand, self.required_checks)
+        self.candidateChanged.emit(cand)
 
     def _scope_changed(self) -> None:
         self.proxy.set_example(None if self.dataset_scope else self._example_id)

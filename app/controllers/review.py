@@ -108,6 +108,7 @@ class ReviewController(PanelController):
         panel.decisionRequested.connect(self.decide)
         panel.verification.verifyRequested.connect(self.verify)
         panel.triples.triplesEdited.connect(self.save_triples)
+        panel.candidateChanged.connect(self.show_candidates_example)
         session.datasetChanged.connect(self.dataset_changed)
         session.exampleChanged.connect(self.example_selected)
         self._show_llm_summary()
@@ -246,6 +247,19 @@ class ReviewController(PanelController):
         """The session's example changed: show its triples if the panel is visible."""
         if self.is_shown():
             self.refresh_example()
+
+    def show_candidates_example(self, cand: dict | None) -> None:
+        """In whole-dataset scope, a candidate of another example makes that example the current one, so that
+        its triples (left) and its original (the detail dock) are the ones beside the candidate."""
+        project = self.session.project
+        if cand is None or project is None or not self.panel.dataset_scope:
+            return
+        example = self.session.example
+        if example is not None and int(example["id"]) == int(cand["example_id"]):
+            return
+        rows = project.examples([int(cand["example_id"])])
+        if rows:
+            self.session.set_example(rows[0])
 
     def panel_shown(self) -> None:
         self.refresh()

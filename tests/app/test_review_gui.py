@@ -135,6 +135,13 @@ def test_generate_review_undo_and_augment(window, qtbot, server):
     cell = panel.model.index(panel.model.row_of(proposed[0]["id"]), panel.model.EDIT).data()
     assert cell != "—" and 0.0 < float(cell) <= 1.0
     assert "line-through" in html or "#dcf5dc" in html  # the word diff
+    # in that scope, a candidate of another example brings its example (triples left, original in the dock)
+    other = next(r for r in rows if r["example_id"] != proposed[0]["example_id"])
+    panel.select_candidate(other["id"])
+    assert panel.shown_example_id == other["example_id"] == int(win.session.example["id"])
+    assert panel.proxy.rowCount() == len(rows) and panel.current_candidate_id() == other["id"]
+    panel.select_candidate(proposed[0]["id"])
+    assert panel.shown_example_id == proposed[0]["example_id"]
 
     # keyboard review: a, down, x, e
     first = panel.current_candidate_id()
