@@ -12,6 +12,7 @@ The panel computes nothing and stores nothing: it emits requests and shows what 
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -95,6 +96,11 @@ class EditCandidateDialog(QDialog):
 
     def text(self) -> str:
         return self.editor.toPlainText().strip()
+
+
+def _breaks(escaped: str) -> str:
+    """Escaped text with the data's ``<br />`` tags (IMDb) drawn as line breaks."""
+    return re.sub(r"&lt;br\s*/?&gt;", "<br>", escaped, flags=re.IGNORECASE)
 
 
 def _default_required() -> list[str]:
@@ -460,7 +466,7 @@ class ReviewPanel(QWidget):
             self.triples.clear_sentences(message)
         else:
             fields = [f for f in ("premise", "hypothesis", "text") if example.get(f)]
-            body = "<br>".join(f"<b>{html.escape(f)}</b>: {html.escape(str(example[f]))}" for f in fields
+            body = "<br>".join(f"<b>{html.escape(f)}</b>: {_breaks(html.escape(str(example[f])))}" for f in fields
                                if f != "text" or len(fields) == 1)
             self.example_label.setText(f"<p><b>Example {int(example['id'])}</b> · label "
                                        f"<b>{html.escape(str(example.get('label')))}</b></p><p>{body}</p>")

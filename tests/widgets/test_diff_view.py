@@ -97,3 +97,13 @@ def test_candidate_html_shows_scores_steps_and_errors():
     assert "missing: he" in candidate_html(ROWS[1])
     failed = candidate_html(ROWS[2])
     assert "Failed at step" in failed and "Server error 500" in failed and "What to do:" in failed
+
+
+def test_the_shown_example_draws_the_datas_line_breaks_and_escapes_the_rest(qtbot):
+    from widgets.review_panel import ReviewPanel
+
+    panel = ReviewPanel()
+    qtbot.addWidget(panel)
+    panel.show_example({"id": 7, "label": "Positive", "text": "Good.<br /><br />A <b>bold</b> 10/10."}, [])
+    shown = panel.example_label.text()
+    assert "Good.<br><br>A &lt;b&gt;bold&lt;/b&gt; 10/10." in shown and panel.shown_example_id == 7
