@@ -741,7 +741,7 @@ def _read_answer(slot: Slot, plan: FieldPlan, edit: SentenceEdit, answer: ChatRe
 
 
 def _rating_kept(new: str, slot: Slot) -> Check | None:
-    """An edited sentence that still rates the film as the original label does ("I give it 10/10")."""
+    """An edited sentence that still holds a rating of the original label's side ("I give it 10/10")."""
     kept = against(new, slot.target, str(slot.example["label"]), slot.sides)
     if not kept:
         return None
@@ -954,9 +954,9 @@ def _unmoved(done: Sequence[tuple[Slot, FieldPlan, SentenceEdit]], polar_fn: Any
 
 def _rating_only_turned(slot: Slot, edit: SentenceEdit) -> bool:
     """The edit turned the sentence's rating of the original label's side, and nothing else in the sentence
-    carries that label (no word with z >= :data:`CUE_Z` toward it: "10/10 stars!", "In all, I gave this movie
-    a 4/10 rating."): moved, whatever the members read — they called "0/10 stars!" unmoved and sent two more
-    requests. "I would highly recommend it, 9/10" still goes to the members."""
+    carries that label (no word with z >= :data:`CUE_Z` toward it: "10/10 stars!", "I give it a 10/10"): moved,
+    whatever the members read — they called "0/10 stars!" unmoved and sent two more requests. "I would highly
+    recommend it, 9/10" still goes to the members."""
     label = str(slot.example["label"])
     found = against(edit.original, slot.target, label, slot.sides) if slot.sides else []
     if not found or against(edit.answer or "", slot.target, label, slot.sides):
