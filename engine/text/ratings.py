@@ -6,9 +6,11 @@ example. Which end of the scale goes with which label is learned from the labell
 (:func:`rating_sides`), not assumed: on CAD's IMDb train split, 128 of the 134 rated Positive
 reviews rate high and 118 of the 137 rated Negative ones low.
 
-Only explicit scales are read: a number followed by ``/10`` or ``/100``, by ``out of`` 4, 5,
-10 or 100, or by ``on a scale of`` 5, 10 or 100 (a sentence glued to the one before,
-"suspense.4 out of 10", counts too). Dates (``9/11``, ``12/10/2005``), fractions (``3/4 of
+Read: a number followed by ``/10`` or ``/100``, by ``out of`` 4, 5, 10 or 100, or by ``on a
+scale of`` 5, 10 or 100 (a sentence glued to the one before, "suspense.4 out of 10", counts
+too); and a number up to 10 given to the text's subject without a scale ("I give it a 2", "I
+rated this movie a 9", "I'd give it an 8.5"), read on IMDb's scale of 10 — only the number is
+the rating there. Dates (``9/11``, ``12/10/2005``), fractions (``3/4 of
 the film``, ``1/4 or 1/8``) and counts (``7 out of 10 people``) are not ratings; nor are star
 drawings (``*1/2 from ****``).
 """
@@ -35,6 +37,15 @@ _SCALE = r"(100|10|5|4)"
 #: Words after "N out of M" that make it a count, not a rating.
 _COUNTED = (r"people|persons|viewers|reviewers|users|critics|voters|friends|men|women|kids|children|times|films|"
             r"movies|episodes|scenes|shows|cases|minutes|hours|years|days|of")
+#: Words after "give it a N" that make N a count or an ordinal ("give it 2 hours", "a 2nd chance").
+_UNITS = (r"hours?|hrs?|minutes?|mins?|seconds?|days?|weeks?|months?|years?|times?|tries|chances?|people|stars?|"
+          r"thumbs?|points?\s+out|percent|%|nd|rd|th|st")
+#: "give/gave/rate/rated/score … (it|this movie|…) (a|an) N", scale 10 implied.
+_IMPLIED = re.compile(
+    r"\b(?:give|gave|giving|given|rate|rated|rating|score|scored|vote|voted)\s+"
+    r"(?:it|this(?:\s+(?:film|movie|one|show|series|episode|book))?|the\s+(?:film|movie|show|series))?\s*"
+    r"(?:a|an)?\s+" + _NUMBER + r"(?!\.\d|\s*(?:/|out\s+of\b|on\s+a\s+scale\b)|\s*(?:" + _UNITS + r")\b|\d)",
+    re.IGNORECASE)
 _PATTERNS = (
     re.compile(_NUMBER + r"\s*/\s*(100|10)(?![\d/.]\d|\s+of\b)", re.IGNORECASE),
     re.compile(_NUMBER + r"\s+out\s+of\s+" + _SCALE + r"\b(?!\.\d)(?!\s+(?:" + _COUNTED + r")\b)", re.IGNORECASE),
@@ -90,16 +101,20 @@ def find_ratings(text: str) -> list[Rating]:
     []
     >>> [r.text for r in find_ratings("I rate it a 9.0 on a scale of 10.")]
     ['9.0 on a scale of 10']
+    >>> [(r.text, r.share) for r in find_ratings("Only reason I did give it a 2 was the cast.")]
+    [('2', 0.2)]
     """
     found: list[Rating] = []
     taken: list[tuple[int, int]] = []
-    for pattern in _PATTERNS:
+    for pattern in (*_PATTERNS, _IMPLIED):
         for m in pattern.finditer(text or ""):
-            value, scale = float(m.group(1)), float(m.group(2))
-            if value > scale or any(a < m.end() and m.start() < b for a, b in taken):
+            implied = pattern is _IMPLIED
+            value, scale = float(m.group(1)), 10.0 if implied else float(m.group(2))
+            start, end = (m.start(1), m.end(1)) if implied else (m.start(), m.end())
+            if value > scale or any(a < end and start < b for a, b in taken):
                 continue
-            taken.append((m.start(), m.end()))
-            found.append(Rating(m.group(0), m.start(), m.end(), value, scale))
+            taken.append((start, end))
+            found.append(Rating(text[start:end], start, end, value, scale))
     return sorted(found, key=lambda r: r.start)
 
 

@@ -21,6 +21,10 @@ SIDES = {"Positive": "high", "Negative": "low"}
     ("Four stars: 4 out of 5.", [("4 out of 5", 0.8)]),
     ("Good suspense.9 out of 10-just another", [("9 out of 10", 0.9)]),  # glued to the sentence before
     ("It gets 8.5/10 and 0/10 for the ending.", [("8.5/10", 0.85), ("0/10", 0.0)]),
+    # a number given to the film without a scale: IMDb's 10 is implied, and only the number is the rating
+    ("Only reason why I did give it a 2 was that worse movies could exist.", [("2", 0.2)]),
+    ("I rated this movie a 9 for its cast, and I'd give it an 8.5 again.", [("9", 0.9), ("8.5", 0.85)]),
+    ("I give it a 10/10", [("10/10", 1.0)]),
 ])
 def test_ratings_are_found_with_their_share_of_the_scale(text, found):
     assert [(r.text, r.share) for r in find_ratings(text)] == found
@@ -30,6 +34,8 @@ def test_ratings_are_found_with_their_share_of_the_scale(text, found):
     "It came out after 9/11.", "Seen on 12/10/2005 and again 5/26/2002.", "About 3/4 of the way in it drags.",
     "7 out of 10 people walked out.", "It ranked 146 out of 146 shows.", "Worth 1/4 or 1/8 of the budget.",
     "*1/2 from ****", "It runs 24/7 on cable.", "He scored 11/10 in my book.",
+    "Give it 2 hours and you will see.", "It deserves a 2nd chance, so give it a 2nd look.", "I give it 4 stars.",
+    "It is rated R.", "He scored 100 points.", "Give it 3 tries.", "I gave it a 15 for effort.",
 ])
 def test_dates_fractions_and_counts_are_not_ratings(text):
     assert find_ratings(text) == []
