@@ -190,6 +190,8 @@ class Slot:
     cues: dict[str, float] = field(default_factory=dict)
     #: Which label goes with which end of a rating scale ("10/10"): :func:`~engine.text.ratings.rating_sides`.
     sides: dict[str, str] = field(default_factory=dict)
+    #: Word z-statistics toward the target label: principal words this high already speak for it.
+    target_z: dict[str, float] = field(default_factory=dict)
 
     def fail(self, step: str, message: str, *, retriable: bool, hint: str = "", quality: bool = False,
              reason: str = "") -> None:
@@ -339,6 +341,7 @@ def generate_counterbias(
                 lean = polar_fn is None or settings.edit_moved <= 0
                 for slot in slots:
                     slot.cues = by_label.get(str(slot.example["label"]), {})
+                    slot.target_z = by_label.get(slot.target, {})
                     slot.sides = sides
                     if lean and slot.target in by_label:
                         # without the members' reading of each sentence, the labels' word z-statistics say whether
@@ -661,18 +664,36 @@ def _plan_edits(slot: Slot, plan: FieldPlan, mapping: dict[str, str], polar_fn: 
     # a rating ("9/10") that goes with the original label is an opinion to turn, whatever the vote says
     ratings = ({i: [r.text for r in against(s, slot.target, str(slot.example["label"]), slot.sides)]
                 for i, s in enumerate(raw)} if plan.field == "text" and slot.sides else {})
-    for i in _chosen_sentences(plan, raw, polar, [i for i, found in ratings.items() if found]):
+    rated = [i for i, found in ratings.items() if found]
+    edits: list[SentenceEdit] = []
+    spoken: list[SentenceEdit] = []  # sentences whose principal words all speak for the target already
+    for i in _chosen_sentences(plan, raw, polar, rated):
         gendered = [a for a, _ in swaps[i]]
         # names, places, titles and dates are facts, not the label: kept like the spurious words (not in a
         # hypothesis, whose entities an NLI edit may well have to change)
         facts = fact_words(raw[i], slot.cues) if plan.field == "text" else []
         keep = list(dict.fromkeys([*_keep_words(raw[i], plan, {}), *gendered, *facts]))
-        change = surface_words(raw[i], _content(plan.principal)) or _cue_words(raw[i], slot.cues, keep)
-        change = list(dict.fromkeys([*ratings.get(i, []), *change]))
+        named = surface_words(raw[i], _content(plan.principal))
+        # a principal word that already speaks for the target ("outstanding" in a review to make Positive) is not
+        # one to change: naming it got synonyms ("amazing") and wrong-way edits ("joy" -> "sorrow")
+        principal = ([w for w in named if slot.target_z.get(_key(w), 0.0) < CUE_Z] if plan.field == "text"
+                     else named)
+        change = principal or _cue_words(raw[i], slot.cues, keep)
+        done = named and not change and i not in polar and i not in rated
+        change = list(dict.fromkeys([*ratings.get(i, []), *(change or named)]))
         keep = [w for w in keep if w.lower() not in {c.lower() for c in change}]
-        plan.edits.append(SentenceEdit(i, raw[i], raw[i], change, keep))
+        (spoken if done else edits).append(SentenceEdit(i, raw[i], raw[i], change, keep))
+    if not edits:  # every chosen sentence spoke for the target already: edit them as before rather than none
+        edits = spoken
+    plan.edits.extend(edits)
     plan.keep = list(dict.fromkeys(w for e in plan.edits for w in e.keep))
     return base, spans
+
+
+def _key(word: str) -> str:
+    """The normalised key of a written word (as the z-statistics key words)."""
+    keys = [w.key for w in segment(word) if w.is_lexical]
+    return keys[0] if keys else word.lower()
 
 
 #: At most this many words named to change in a sentence without a principal word, each with z >= CUE_Z.

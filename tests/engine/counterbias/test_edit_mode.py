@@ -543,3 +543,20 @@ def test_a_sentence_that_is_only_a_rating_is_moved_when_its_rating_turns(voted_p
     rating = next(e for e in row["meta"]["fields"][0]["edits"] if e["sentence"] == "10/10 stars!")
     assert rating["problems"] == [] and row["meta"]["repairs"] == {}
     assert sum(sentence_to_edit(b) == "10/10 stars!" for b in sent) == 1
+
+
+def test_a_sentence_whose_principal_words_already_speak_for_the_target_is_left_alone(voted_project, stub, tmp_path):
+    """Target Negative: "dull" is a principal word, but the data tie it to Negative (z >= 2.5), so the sentence
+    holding only it is not sent, and "dull" is never named to change; the sentence with "great" is edited."""
+    review = REVIEW.replace("The cinema was cold.", "The dull cinema was cold.")
+    more = [(f"A dull evening number {n}.", "Negative") for n in range(12)] + [
+        (f"An evening number {n}.", "Positive") for n in range(12)]
+    _dataset_with_vote(voted_project, tmp_path, principal=("great", "dull"), review=review, more=more)
+    sent = []
+    result, rows = _run(voted_project, stub(reply=lambda body: sent.append(body) or scripted_reply(body)),
+                        swap_gender=False, repair_flip=False)
+    assert len(result.created) == 1, rows[0]["meta"].get("error")
+    assert [sentence_to_edit(b) for b in sent if _editing(b)] == [TARGET]
+    edits = rows[0]["meta"]["fields"][0]["edits"]
+    assert [e["sentence"] for e in edits] == [TARGET] and edits[0]["change"] == ["great"]
+    assert rows[0]["text"].endswith("The dull cinema was cold.")
