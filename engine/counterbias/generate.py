@@ -678,9 +678,11 @@ def _plan_edits(slot: Slot, plan: FieldPlan, mapping: dict[str, str], polar_fn: 
         # one to change: naming it got synonyms ("amazing") and wrong-way edits ("joy" -> "sorrow")
         principal = ([w for w in named if slot.target_z.get(_key(w), 0.0) < CUE_Z] if plan.field == "text"
                      else named)
-        change = principal or _cue_words(raw[i], slot.cues, keep)
+        # the label's strongest words stand in only where no principal word was (their z lists "take", "D" of
+        # "D&D", "horror" too: named in place of a dropped "joy", they got "joy" -> "sorrow" and "Dungeons & Dragons")
+        change = principal or (_cue_words(raw[i], slot.cues, keep) if not named or i in polar else [])
         done = named and not change and i not in polar and i not in rated
-        change = list(dict.fromkeys([*ratings.get(i, []), *(change or named)]))
+        change = list(dict.fromkeys([*ratings.get(i, []), *(named if done else change)]))
         keep = [w for w in keep if w.lower() not in {c.lower() for c in change}]
         (spoken if done else edits).append(SentenceEdit(i, raw[i], raw[i], change, keep))
     if not edits:  # every chosen sentence spoke for the target already: edit them as before rather than none
