@@ -105,7 +105,7 @@ from engine.progress import CancelToken, ProgressFn, ensure_token, no_progress, 
 from engine.store.locks import run_lock
 from engine.store.runs import recorded_run
 from engine.store.schema import now
-from engine.text import segment
+from engine.text import normalize, segment
 from engine.text.distance import word_edit_distance
 from engine.text.ratings import against, suggestion
 from engine.text.sentences import sentence_spans, split_sentences
@@ -676,7 +676,7 @@ def _plan_edits(slot: Slot, plan: FieldPlan, mapping: dict[str, str], polar_fn: 
         named = surface_words(raw[i], _content(plan.principal))
         # a principal word that already speaks for the target ("outstanding" in a review to make Positive) is not
         # one to change: naming it got synonyms ("amazing") and wrong-way edits ("joy" -> "sorrow")
-        principal = ([w for w in named if slot.target_z.get(_key(w), 0.0) < CUE_Z] if plan.field == "text"
+        principal = ([w for w in named if slot.target_z.get(normalize(w), 0.0) < CUE_Z] if plan.field == "text"
                      else named)
         # the label's strongest words stand in only where no principal word was (their z lists "take", "D" of
         # "D&D", "horror" too: named in place of a dropped "joy", they got "joy" -> "sorrow" and "Dungeons & Dragons")
@@ -690,12 +690,6 @@ def _plan_edits(slot: Slot, plan: FieldPlan, mapping: dict[str, str], polar_fn: 
     plan.edits.extend(edits)
     plan.keep = list(dict.fromkeys(w for e in plan.edits for w in e.keep))
     return base, spans
-
-
-def _key(word: str) -> str:
-    """The normalised key of a written word (as the z-statistics key words)."""
-    keys = [w.key for w in segment(word) if w.is_lexical]
-    return keys[0] if keys else word.lower()
 
 
 #: At most this many words named to change in a sentence without a principal word, each with z >= CUE_Z.
