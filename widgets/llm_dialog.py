@@ -57,6 +57,7 @@ DEFAULT_VALUES: dict[str, Any] = {
     "edit_polar": 0.8,
     "edit_moved": 0.25,
     "edit_fresh": True,
+    "sentence_reader": "llm",
 }
 FIELDS = tuple(DEFAULT_VALUES)
 
@@ -135,14 +136,21 @@ class LLMDialog(QDialog):
         self.drop_prob = QDoubleSpinBox(minimum=0.0, maximum=0.9, singleStep=0.05, decimals=2)
         self.drop_prob.setToolTip("Chance to drop each normal triple (never a principal or spurious one)")
         self.swap_gender = QCheckBox("Swap gendered words (binary word-pair list)")
+        self.sentence_reader = QComboBox()
+        self.sentence_reader.addItem("The LLM (one short request per sentence)", "llm")
+        self.sentence_reader.addItem("The ensemble members", "members")
+        self.sentence_reader.setToolTip("Edit mode: who reads single sentences — to find the sentences that speak for "
+                                        "the original label, to see whether an edit moved, and to hold back "
+                                        "candidates with a sentence still read as the original label. The members "
+                                        "are trained on whole texts and misread short sentences.")
         self.edit_polar = QDoubleSpinBox(minimum=0.0, maximum=1.0, singleStep=0.05, decimals=2)
         self.edit_polar.setSpecialValueText("off")
-        self.edit_polar.setToolTip("Edit mode: also edit every sentence that the ensemble, reading it alone, gives the "
-                                   "original label with at least this probability (0: off; only sentences holding "
-                                   "principal words are edited)")
+        self.edit_polar.setToolTip("Edit mode: also edit every sentence that the sentence reader, reading it alone, "
+                                   "gives the original label (the members: with at least this probability; 0: off, "
+                                   "only sentences holding principal words are edited)")
         self.edit_moved = QDoubleSpinBox(minimum=0.0, maximum=1.0, singleStep=0.05, decimals=2)
         self.edit_moved.setSpecialValueText("off")
-        self.edit_moved.setToolTip("Edit mode: an edited sentence the ensemble, reading it alone, still does not give "
+        self.edit_moved.setToolTip("Edit mode: an edited sentence the sentence reader still does not give "
                                    "the target label (P < 0.5, risen by less than this) is sent back once, saying it "
                                    "still reads as the original label (a synonym instead of the opposite); 0: off")
         self.edit_fresh = QCheckBox("Try an unusable or unmoved edit once more, in a fresh conversation")
@@ -164,6 +172,7 @@ class LLMDialog(QDialog):
         gen_form.addRow("", self.shuffle)
         gen_form.addRow("Drop probability:", self.drop_prob)
         gen_form.addRow("", self.swap_gender)
+        gen_form.addRow("Sentences read by:", self.sentence_reader)
         gen_form.addRow("Edit sentences read as original, P ≥", self.edit_polar)
         gen_form.addRow("Repair edits that did not move, gain <", self.edit_moved)
         gen_form.addRow("", self.edit_fresh)
@@ -223,6 +232,8 @@ class LLMDialog(QDialog):
         self.edit_moved.setValue(float(values.get("edit_moved", DEFAULT_VALUES["edit_moved"])))
         self.edit_fresh.setChecked(bool(values.get("edit_fresh", DEFAULT_VALUES["edit_fresh"])))
         self.mode.setCurrentIndex(max(self.mode.findData(str(values.get("mode") or "edit")), 0))
+        self.sentence_reader.setCurrentIndex(max(self.sentence_reader.findData(
+            str(values.get("sentence_reader") or DEFAULT_VALUES["sentence_reader"])), 0))
 
     def values(self) -> dict[str, Any]:
         """The edited values (keys of :data:`FIELDS`)."""
@@ -243,6 +254,7 @@ class LLMDialog(QDialog):
             "edit_polar": round(self.edit_polar.value(), 2),
             "edit_moved": round(self.edit_moved.value(), 2),
             "edit_fresh": self.edit_fresh.isChecked(),
+            "sentence_reader": self.sentence_reader.currentData(),
         }
 
     def config(self) -> LLMConfig:
@@ -387,4 +399,5 @@ def settings_from_values(values: Mapping[str, Any]) -> GenerateSettings:
         edit_polar=float(values["edit_polar"]),
         edit_moved=float(values["edit_moved"]),
         edit_fresh=bool(values["edit_fresh"]),
+        sentence_reader=str(values["sentence_reader"] or "llm"),
     )

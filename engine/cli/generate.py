@@ -44,15 +44,18 @@ def _add_generate(sub: argparse._SubParsersAction) -> None:
                    help="reconstruct mode: chance to drop each normal triple (default 0.1)")
     p.add_argument("--no-shuffle", action="store_true", help="reconstruct mode: keep normal triples in their order")
     p.add_argument("--no-gender-swap", action="store_true", help="do not swap gendered words")
+    p.add_argument("--sentence-reader", default="llm", choices=("llm", "members"),
+                   help="edit mode: who reads single sentences for --edit-polar, --edit-moved and the residual "
+                   "check: the LLM (default; one short cached request per sentence) or the judge members")
     p.add_argument("--edit-polar", type=float, default=0.8,
-                   help="edit mode: also edit sentences the judge members read alone as the original label with at "
-                   "least this probability (default 0.8; 0: only sentences holding principal words)")
+                   help="edit mode: also edit sentences the sentence reader reads alone as the original label (the "
+                   "members: with at least this probability; default 0.8; 0: only sentences holding principal words)")
     p.add_argument("--edit-moved", type=float, default=0.25,
-                   help="edit mode: repair once an edited sentence the judge members still do not read as the "
+                   help="edit mode: repair once an edited sentence the sentence reader still does not read as the "
                    "target (P < 0.5, risen by less than this; default 0.25; 0: off)")
     p.add_argument("--no-edit-fresh", action="store_true",
                    help="edit mode: do not try a sentence once more (fresh conversation, new seed) when its edit "
-                   "and repair were both unusable, or the judge members still read it as unmoved")
+                   "and repair were both unusable, or the sentence reader still reads it as unmoved")
     p.add_argument("--fields", help="fields to edit (default: text, or hypothesis for pairs)")
     p.add_argument("--judge", help="comma-separated judge members (default: the vote's members; 'none')")
     p.add_argument("--vote-set", type=int, help="vote set id (default: the newest vote per example)")
@@ -69,7 +72,7 @@ def _run_generate(args: argparse.Namespace, progress: StderrProgress, cancel: Ca
         max_tokens=args.max_tokens, shuffle=not args.no_shuffle, drop_prob=args.drop_prob,
         swap_gender=not args.no_gender_swap, mode=args.mode, repair_flip=not args.no_flip_repair,
         edit_polar=args.edit_polar, edit_moved=args.edit_moved, edit_fresh=not args.no_edit_fresh,
-        fields=tuple(csv_list(args.fields)) if args.fields else None,
+        sentence_reader=args.sentence_reader, fields=tuple(csv_list(args.fields)) if args.fields else None,
     )
     judge = None if args.judge is None else ([] if args.judge == "none" else csv_list(args.judge))
     with Project.open(args.project) as project:

@@ -13,14 +13,18 @@ replaces only the sentences that hold a principal triple or a principal content 
    changed, not far longer, every kept word present, nothing of the prompt's examples — a
    *prompt leak*) and repaired once (``edit_sentence_repair``) naming what was wrong, else the
    sentence stays as it was (its ``failure`` says why); the slot fails, with that reason, only
-   when none of its sentences could be edited. A usable edit that the ensemble, reading the
-   sentence alone, still does not see move toward the target (``edit_moved``: a synonym where
-   the opposite was asked) is repaired once too, and the repair kept only if it reads more as
+   when none of its sentences could be edited. Sentences without a principal word that the
+   sentence reader (``sentence_reader``: the LLM by default, :mod:`~.sentence_reading`) reads as
+   the original label are edited too (``edit_polar``). A usable edit that the reader does not
+   see move toward the target (``edit_moved``: a synonym where the opposite was asked) is
+   repaired once too, and the repair kept only if it reads more as
    the target. A sentence still unusable after its repair, or still unmoved, gets one fresh try
    (``edit_fresh``: the first request again with a new seed). Gendered words are swapped
    afterwards, in the edited and the untouched sentences alike (the LLM never sees the swapped
    text: a small model wrote the original words back);
 3. the candidate is the original with just those sentences replaced (every other byte kept);
+   with the LLM reader, its sentences that still speak for the original label are recorded
+   (``meta.fields[].residual``, the ``residual`` verification check);
 4. flip strength: a candidate whose strongest principal words are still there, or that the
    ensemble still judges as the original label, gets one repair request per affected sentence
    (``edit_flip_repair``) naming the remaining words; the repaired sentence is used when it
@@ -93,6 +97,7 @@ from engine.counterbias.manipulate import (
     swap_gender,
     swap_triple,
 )
+from engine.counterbias.sentence_reading import create_reader
 from engine.counterbias.settings import GenerateSettings, GenerationConfigError, targets_for
 from engine.counterbias.triple_store import load_triples
 from engine.counterbias.triples import extract_triples
@@ -117,7 +122,7 @@ __all__ = ["GenerateResult", "clean_reconstruction", "generate_counterbias"]
 
 METHOD = "coba"
 PROMPTS = ("rewrite", "rewrite_repair", "reconstruct", "reconstruct_repair", "edit_sentence",
-           "edit_sentence_repair", "edit_flip_repair")
+           "edit_sentence_repair", "edit_flip_repair", "read_sentence")
 
 
 @dataclass
@@ -147,6 +152,8 @@ class FieldPlan:
     polar: list[int] = field(default_factory=list)
     #: Whether gendered words are swapped in this field (not when the text names a person).
     gender: bool = True
+    #: Sentences of the finished text the sentence reader still reads as the original label (``None``: not read).
+    residual: list[str] | None = None
 
     @property
     def to_rewrite(self) -> list[int]:
@@ -168,6 +175,7 @@ class FieldPlan:
             "flip_repair": self.flip,
             "polar": self.polar,
             "gender_swapped": self.gender,
+            **({"residual": self.residual} if self.residual is not None else {}),
         }
 
 
@@ -333,8 +341,9 @@ def generate_counterbias(
             members = list(judge) if judge is not None else list(vote_set["params"].get("models") or [])
             guard = LeakGuard.from_prompts(LEAK_SOURCES[settings.mode])
             label_fn = _judge_fn(project, members, token) if settings.mode == "edit" and settings.repair_flip else None
-            polar_fn = (_polar_fn(project, members, token) if settings.mode == "edit" and members
-                        and (settings.edit_polar > 0 or settings.edit_moved > 0) else None)
+            polar_fn = (create_reader(settings.sentence_reader, project, client, members, dataset.labels,
+                                      settings.task_description(dataset.labels), token)
+                        if settings.mode == "edit" and "text" in fields else None)
             if settings.mode == "edit":
                 by_label = label_word_z(project, dataset.id)
                 sides = label_rating_sides(project, dataset.id, field="text") if "text" in dataset.text_fields else {}
@@ -911,6 +920,34 @@ def _edit_chunk(client: CachedClient, slots: list[Slot], dataset: DatasetInfo, s
         _repair_flips(client, live, dataset, settings, token, guard, label_fn, mapping, polar_fn)
         for slot in live:
             build(slot)
+    if getattr(polar_fn, "checks_residual", False):
+        _residual(live, polar_fn)
+    if hasattr(polar_fn, "failure_for"):
+        _fail_unread(slots, polar_fn)
+
+
+def _fail_unread(slots: Sequence[Slot], reader: Any) -> None:
+    """Fail (retriably) a slot whose sentences, edits or finished text could not be read: its edits were chosen and
+    judged without that reading; the next run sends only what failed (the rest comes from the cache)."""
+    for slot in slots:
+        texts = [s for plan in slot.fields for s in (*plan.others, *(e.answer or "" for e in plan.edits),
+                                                     *split_sentences(plan.text or ""))]
+        failure = reader.failure_for(texts) if slot.error is None else None
+        if failure is not None:
+            slot.fail("read", f"A sentence could not be read: {failure.message}", retriable=failure.retriable,
+                      hint=failure.hint)
+
+
+def _residual(slots: Sequence[Slot], reader: Any) -> None:
+    """Record the sentences of each finished text that the reader still reads as the original label (most
+    answers come from the cache: untouched sentences were read when the edits were planned)."""
+    plans = [(slot, plan, split_sentences(plan.text or "")) for slot in slots for plan in slot.fields
+             if plan.field == "text" and plan.text]
+    for label in {str(slot.example["label"]) for slot, _, _ in plans}:
+        mine = [(plan, sentences) for slot, plan, sentences in plans if str(slot.example["label"]) == label]
+        left = reader.residual([s for _, sentences in mine for s in sentences], label)
+        for plan, sentences in mine:
+            plan.residual = [s for s in sentences if s in left]
 
 
 #: How far the members' P(target) of an edited sentence may fall below the original sentence's before the edit
@@ -1010,7 +1047,7 @@ def _settle(firsts: dict[int, tuple[Slot, SentenceEdit, tuple[str | None, str | 
                 edit.answer = edit.new = None
                 edit.problems.append("wrong direction")
                 edit.failure = (f"Sentence {edit.index + 1}: every edit read less as {target} than the sentence "
-                                f"(members, P {best:.2f} < {p0:.2f}).")
+                                f"(sentence reader, P {best:.2f} < {p0:.2f}).")
             elif best < 0.5 and best - p0 < min_gain:
                 still[id(edit)] = float(best)
     return still

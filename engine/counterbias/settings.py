@@ -77,6 +77,11 @@ class GenerateSettings:
         one more request: the first prompt again, in a fresh conversation with a new seed; an
         unmoved edit is replaced only by an answer that reads more as the target. About one
         sentence in four with the bundled model; ``False`` saves those requests.
+    sentence_reader
+        Edit mode: who reads single sentences for ``edit_polar``, ``edit_moved`` and the residual
+        check (:mod:`engine.counterbias.sentence_reading`): ``"llm"`` (default; the generating LLM,
+        one short cached request per distinct sentence, needs no members) or ``"members"`` (the
+        judge members, trained on whole texts; no residual check).
     """
 
     mode: str = "edit"
@@ -94,6 +99,7 @@ class GenerateSettings:
     edit_polar: float = 0.8
     edit_moved: float = 0.25
     edit_fresh: bool = True
+    sentence_reader: str = "llm"
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -110,6 +116,11 @@ class GenerateSettings:
         if not 0.0 <= self.edit_moved <= 1.0:
             raise GenerationConfigError(f"edit_moved {self.edit_moved} is out of range.",
                                         "Use a probability gain in [0, 1], e.g. 0.25, or 0 to turn it off.")
+        from engine.counterbias.sentence_reading import SENTENCE_READERS
+
+        if self.sentence_reader not in SENTENCE_READERS:
+            raise GenerationConfigError(f"Unknown sentence reader {self.sentence_reader!r}.",
+                                        "Use one of: " + ", ".join(SENTENCE_READERS.names()) + ".")
         if self.fields is not None:
             object.__setattr__(self, "fields", tuple(self.fields))
 

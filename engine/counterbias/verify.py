@@ -43,7 +43,7 @@ __all__ = ["CandidateFilter", "dataset_rating_sides", "ensemble_labels", "flip_r
 
 #: Checks every accept rule requires by default besides the flip, spurious-word and agreement checks.
 DEFAULT_CHECKS = ("prompt-echo", "prompt-leak", "refusal", "bare-label", "label-named", "commentary", "formatting",
-                  "truncation", "copy", "rating", "pattern", "llm-judge")
+                  "truncation", "copy", "rating", "pattern", "llm-judge", "residual")
 
 
 @dataclass(frozen=True)

@@ -121,7 +121,7 @@ CHECKS: Registry[Check] = Registry(
         ("spurious-kept", "spurious_kept"), ("prompt-echo", "prompt_echo"), ("prompt-leak", "prompt_leak"),
         ("refusal", "refusal"), ("bare-label", "bare_label"), ("label-named", "label_named"), ("commentary", "commentary"), ("formatting", "formatting"),
         ("truncation", "truncation"), ("copy", "copy"), ("rating", "rating"), ("pattern", "pattern"),
-        ("llm-judge", "llm_judge"))},
+        ("llm-judge", "llm_judge"), ("residual", "residual"))},
 )
 
 #: Short human titles for the panel and reports.
@@ -132,6 +132,7 @@ TITLES = {
     "commentary": "A text, not a comment on it",
     "formatting": "No markdown/list formatting", "truncation": "Complete (not truncated)",
     "copy": "Not a copy of the original", "rating": "Rating fits the target", "pattern": "Symbolic pattern kept", "llm-judge": "LLM judge agrees",
+    "residual": "No sentence left for the original label",
 }
 
 
@@ -282,8 +283,23 @@ def llm_judge(subject: Subject, criteria: CandidateFilter) -> Verdict:
     return Verdict(FAIL, f"reads as {label}, not {subject.target}")
 
 
+def residual(subject: Subject, criteria: CandidateFilter) -> Verdict:
+    """Fails a candidate with a sentence that the LLM, reading it alone, still reads as the original label (a
+    partly flipped text: "This movie really blows" left in a review meant to be Positive). Recorded at generation
+    by the LLM sentence reader (:mod:`engine.counterbias.sentence_reading`); skipped without that reading."""
+    read = [f for f in subject.meta.get("fields") or [] if isinstance(f, Mapping) and "residual" in f]
+    if not read:
+        return Verdict(SKIP, "sentences not read (sentence reader: llm)")
+    left = [str(s) for f in read for s in f.get("residual") or []]
+    if left:
+        other = subject.original_label or "the original label"
+        quoted = "; ".join(f'"{s[:80]}"' for s in left[:2])
+        return Verdict(FAIL, f"{len(left)} sentence{'s' * (len(left) > 1)} still read as {other}: {quoted}")
+    return Verdict(PASS, "no sentence reads as " + (subject.original_label or "the original label"))
+
+
 #: Checks that read the label the text expresses (a model or an LLM judge); the rest read its form.
-LABEL_CHECKS = ("label-flip", "soft-flip", "member-agreement", "llm-judge")
+LABEL_CHECKS = ("label-flip", "soft-flip", "member-agreement", "llm-judge", "residual")
 
 
 def label_judged(verdicts: Mapping[str, Any]) -> bool:

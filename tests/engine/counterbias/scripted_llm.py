@@ -31,9 +31,12 @@ def _rewrite(line: str) -> str:
     return f"{parts[0]} | {parts[1]} | not {parts[2]}"
 
 
-def edit_sentence(sentence: str, keep: tuple[str, ...] = ()) -> str:
-    """Flip a known opinion word of a sentence (not one of ``keep``); else negate its first ``is``/``was``/``are``."""
-    flips = [w for w in FLIP if w not in {k.lower() for k in keep}]
+def edit_sentence(sentence: str, keep: tuple[str, ...] = (), target: str | None = None) -> str:
+    """Flip a known opinion word of a sentence (not one of ``keep``; with a ``target``, only words of the other
+    side: a sentence already praising stays praising when asked for Positive); else negate its first
+    ``is``/``was``/``are``."""
+    side = (NEGATIVE if target.lower().startswith("pos") else POSITIVE) if target else set(FLIP)
+    flips = [w for w in FLIP if w not in {k.lower() for k in keep} and w in side]
     flipped = re.sub(r"\b(" + "|".join(flips) + r")\b", lambda m: FLIP[m.group(1)], sentence) if flips else sentence
     if flipped != sentence:
         return flipped
@@ -51,6 +54,13 @@ def words_to_keep(body: dict[str, Any]) -> tuple[str, ...]:
     return tuple(w.strip() for w in line.split(",") if w.strip() and w.strip() != "(none)")
 
 
+def target_of(body: dict[str, Any]) -> str | None:
+    """The label an edit-mode request asks for (``Make the sentence read as: X``), or ``None``."""
+    found = re.findall(r"Make the sentence read as: ([^.\n]+)", " ".join(
+        m["content"] for m in body.get("messages", []) if m.get("role") == "user"))
+    return found[-1].strip() if found else None
+
+
 def sentence_to_edit(body: dict[str, Any]) -> str | None:
     """The sentence of the (first) edit-mode request in a conversation, or ``None``."""
     users = [m["content"] for m in body.get("messages", []) if m.get("role") == "user"]
@@ -60,13 +70,38 @@ def sentence_to_edit(body: dict[str, Any]) -> str | None:
     return asked[-1].split("Sentence to edit:", 1)[1].split("\n", 1)[0].strip()
 
 
+#: Opinion words of the scripted sentence reader.
+POSITIVE = {"love", "best", "favorite", "beautiful", "good", "great", "lovely", "superb", "recommend"}
+NEGATIVE = {"hate", "worst", "ugly", "bad", "awful", "dreadful", "poor", "boring", "dull"}
+
+
+def read_sentence(user: str) -> str:
+    """The scripted sentence reader: the label (from the prompt's list) whose opinion words outnumber the
+    other's in the sentence, else the word for none."""
+    head, sentence = user.split("Sentence to read:", 1)
+    listed = head.split("(labels:", 1)[1].split(")", 1)[0]
+    names, none = listed.split("; or ")
+    labels = [n.strip() for n in names.split(",")]
+    words = re.findall(r"[a-z]+", sentence.lower())
+    pos = neg = 0
+    for before, word in zip(["", *words], words):  # "not good" counts as negative
+        flip = before in {"not", "never", "no"}
+        pos += (word in POSITIVE) != flip and (word in POSITIVE or word in NEGATIVE)
+        neg += (word in NEGATIVE) != flip and (word in POSITIVE or word in NEGATIVE)
+    wanted = "pos" if pos > neg else "neg" if neg > pos else None
+    found = [label for label in labels if wanted and label.lower().startswith(wanted)]
+    return found[0] if found else none.strip()
+
+
 def scripted_reply(body: dict[str, Any]) -> str:
     """Triples for ``Sentence:``, flipped lines for ``Facts to edit:``, a sentence for ``Facts, in order:``,
-    an edited sentence for ``Sentence to edit:`` (edit mode, repairs included)."""
+    an edited sentence for ``Sentence to edit:`` (edit mode, repairs included), a label for ``Sentence to read:``."""
     user = _last_user(body)
+    if "Sentence to read:" in user:
+        return read_sentence(user)
     sentence = sentence_to_edit(body)
     if sentence is not None:
-        return edit_sentence(sentence, words_to_keep(body))
+        return edit_sentence(sentence, words_to_keep(body), target_of(body))
     if "Facts to edit:" in user:
         lines = user.split("Facts to edit:", 1)[1].strip().splitlines()
         return "\n".join(_rewrite(line) for line in lines)

@@ -252,11 +252,11 @@ def test_sentences_the_ensemble_reads_as_the_original_label_are_edited_too(voted
     members = ["r:tiny-distilbert", "r:tiny-roberta", "r:tiny-mpnet"]
 
     def edited(threshold):
-        generate_counterbias(project, dataset.id, first, config, judge=members,
-                             settings=GenerateSettings(edit_polar=threshold, swap_gender=False, repair_flip=False))
+        settings = GenerateSettings(edit_polar=threshold, swap_gender=False, repair_flip=False,
+                                    sentence_reader="members")
+        generate_counterbias(project, dataset.id, first, config, judge=members, settings=settings)
         rows = [r for r in candidate_rows(project, dataset_id=dataset.id)
-                if r["meta"].get("settings_key") == GenerateSettings(edit_polar=threshold, swap_gender=False,
-                                                                     repair_flip=False).key()]
+                if r["meta"].get("settings_key") == settings.key()]
         plan = rows[0]["meta"]["fields"][0]
         return plan["polar"], sorted(e["index"] for e in plan["edits"])
 
@@ -311,7 +311,8 @@ def _with_lexicon_members(project, tmp_path, stub, monkeypatch, edit, *, polar=_
     first = [int(next(iter(project.iter_examples(dataset.id)))["id"])]
     result = generate_counterbias(project, dataset.id, first, config, judge=["r:tiny-distilbert"],
                                   settings=GenerateSettings(**{"swap_gender": False, "repair_flip": False,
-                                                               "edit_polar": 0.0, **settings}))
+                                                               "edit_polar": 0.0, "sentence_reader": "members",
+                                                               **settings}))
     return result, candidate_rows(project, dataset_id=dataset.id)[0], sent
 
 
@@ -560,3 +561,100 @@ def test_a_sentence_whose_principal_words_already_speak_for_the_target_is_left_a
     edits = rows[0]["meta"]["fields"][0]["edits"]
     assert [e["sentence"] for e in edits] == [TARGET] and edits[0]["change"] == ["great"]
     assert rows[0]["text"].endswith("The dull cinema was cold.")
+
+
+#: Written for these tests: the last sentence speaks for the label without holding a principal word.
+RECOMMENDED = REVIEW + " I would recommend it to anyone."
+
+
+def test_the_llm_reads_sentences_and_edits_those_speaking_for_the_original_label(voted_project, stub, tmp_path):
+    """Sentence reader ``llm`` (default): every sentence is read alone (prompt ``read_sentence``); the one that
+    speaks for Positive without a principal word is edited too, plot sentences are not; the finished text is
+    read again and nothing of the original label is left (the residual check passes)."""
+    from engine.counterbias import judge_candidates
+
+    _dataset_with_vote(voted_project, tmp_path, review=RECOMMENDED)
+    sent = []
+    server = stub(reply=lambda body: sent.append(body) or scripted_reply(body))
+    result, rows = _run(voted_project, server, swap_gender=False, repair_flip=False)
+    assert len(result.created) == 1, rows[0]["meta"].get("error")
+    plan = rows[0]["meta"]["fields"][0]
+    assert plan["polar"] == [1, 3] and sorted(e["index"] for e in plan["edits"]) == [1, 3]
+    assert rows[0]["text"].endswith("I would not recommend it to anyone.")
+    assert "I watched it with my brother on Friday." in rows[0]["text"]  # read as none: left as it was
+    read = [b["messages"][-1]["content"] for b in sent if "Sentence to read:" in b["messages"][-1]["content"]]
+    assert any(r.endswith("Sentence to read: The cinema was cold.") for r in read)
+    assert "(labels: Negative, Positive; or none)" in read[0]
+    assert plan["residual"] == []
+    scores = judge_candidates(voted_project, result.created, [])[result.created[0]]
+    assert scores["verdicts"]["residual"] == {"status": "pass", "reason": "no sentence reads as Positive"}
+
+
+def test_a_sentence_still_read_as_the_original_label_holds_the_candidate_back(voted_project, stub, tmp_path):
+    """With ``edit_polar`` off only the principal sentence is edited; the reader finds "I would recommend it"
+    still speaking for Positive in the finished text, and the residual check fails the candidate."""
+    from engine.counterbias import judge_candidates
+
+    _dataset_with_vote(voted_project, tmp_path, review=RECOMMENDED)
+    result, rows = _run(voted_project, stub(reply=scripted_reply), swap_gender=False, repair_flip=False,
+                        edit_polar=0.0)
+    assert len(result.created) == 1
+    assert rows[0]["meta"]["fields"][0]["residual"] == ["I would recommend it to anyone."]
+    scores = judge_candidates(voted_project, result.created, [])[result.created[0]]
+    assert scores["verdicts"]["residual"] == {
+        "status": "fail", "reason": '1 sentence still read as Positive: "I would recommend it to anyone."'}
+    assert scores["passes"] is False
+    # the members' reading gives no residual verdict
+    _, rows = _run(voted_project, stub(reply=scripted_reply), swap_gender=False, repair_flip=False, edit_polar=0.0,
+                   sentence_reader="members")
+    members_row = [r for r in rows if r["id"] not in result.created][0]
+    assert "residual" not in members_row["meta"]["fields"][0]
+
+
+def test_an_unusable_reading_is_asked_once_more_then_is_no_verdict(voted_project, stub, tmp_path):
+    """The reader's answer is data: "It is positive, I think" is not a label; the reminder's answer is used when
+    it is one, and a second unusable answer leaves the sentence unread (not edited for its reading)."""
+    _dataset_with_vote(voted_project, tmp_path, review=RECOMMENDED)
+    reminders = []
+
+    def reply(body):
+        last = body["messages"][-1]["content"]
+        if last.startswith("Answer with exactly one of these words"):
+            reminders.append(body["messages"][-3]["content"].rsplit("Sentence to read: ", 1)[1])
+            return "Positive" if "recommend" in reminders[-1] else "I cannot tell."
+        if "Sentence to read:" in last and ("recommend" in last or "cinema" in last):
+            return "It is positive, I think"
+        return scripted_reply(body)
+
+    result, rows = _run(voted_project, stub(reply=reply), swap_gender=False, repair_flip=False)
+    plan = rows[0]["meta"]["fields"][0]
+    assert sorted(reminders[:2]) == ["I would recommend it to anyone.", "The cinema was cold."]
+    assert plan["polar"] == [1, 3]  # "recommend" read on the reminder; "cinema" unread, so not edited
+    assert "The cinema was cold." in rows[0]["text"]
+
+
+def test_a_reading_lost_in_transport_fails_the_slot_and_the_next_run_sends_only_it(voted_project, stub, tmp_path):
+    """A read request answered 500 (client retries off) when the edits are planned and again when the finished
+    text is read: the slot is stored as failed at step "read", retriably; a second run re-sends that one request
+    and makes the candidate from the cache otherwise."""
+    _dataset_with_vote(voted_project, tmp_path, review=RECOMMENDED)
+    attempts: dict[str, int] = {}
+
+    def plan(body, attempt):
+        last = body["messages"][-1]["content"]
+        if last.endswith("Sentence to read: The cinema was cold."):
+            attempts["cinema"] = attempt
+            return "500" if attempt <= 2 else "ok"
+        return "ok"
+
+    server = stub(plan, reply=scripted_reply)
+    config = LLMConfig(backend="openai", model="stub", base_url=server.base_url, max_retries=0)
+    dataset = voted_project.dataset("multi")
+    first = [int(next(iter(voted_project.iter_examples(dataset.id)))["id"])]
+    settings = GenerateSettings(swap_gender=False, repair_flip=False)
+    one = generate_counterbias(voted_project, dataset.id, first, config, settings=settings, judge=())
+    row = candidate_rows(voted_project, dataset_id=dataset.id)[0]
+    assert not one.created and row["status"] == "failed"
+    assert row["meta"]["error"]["step"] == "read" and row["meta"]["error"]["retriable"]
+    two = generate_counterbias(voted_project, dataset.id, first, config, settings=settings, judge=())
+    assert len(two.created) == 1 and attempts["cinema"] == 3 and two.sent == 1

@@ -46,7 +46,7 @@ def test_faults_are_recorded_per_item_and_retried(voted_project, stub):
     assert failed, "the plan injects faults, some slots must fail"
     assert len(first.created) + len(first.failed) == 10 == len(rows)
     assert all(r["meta"]["error"]["retriable"] and r["meta"]["error"]["message"] for r in failed)
-    assert {r["meta"]["error"]["step"] for r in failed} <= {"triples", "edit", "flip repair"}
+    assert {r["meta"]["error"]["step"] for r in failed} <= {"triples", "edit", "flip repair", "read"}
     assert any(b != "ok" for b in first_answer.values())
 
     # Retrying can meet a new fault at a later step (a retried rewrite leads to a first

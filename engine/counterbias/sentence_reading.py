@@ -1,0 +1,169 @@
+"""Sentence readers of edit mode: which label does one sentence, read on its own, speak for?
+
+Edit mode reads single sentences three times: to choose the sentences to edit beyond those
+holding a principal word (``edit_polar``: "This movie really blows" holds no principal word but
+keeps a review Negative), to see whether an edit moved its sentence to the target
+(``edit_moved``), and to find, in the finished candidate, the sentences that still speak for the
+original label (the ``residual`` verification check). A reader is a callable
+``polar(sentences, label) -> [float]`` — how much each sentence reads as ``label`` (NaN: no
+verdict, which compares false with every threshold) — registered in :data:`SENTENCE_READERS`:
+
+``llm`` (default)
+    The generating LLM, one short request per distinct sentence (prompt ``read_sentence``; about
+    half a second each with the bundled model on 2 cores, and cached like every answer): 1.0 when
+    it names ``label``, 0.0 when it names another label, 0.5 when it names none. On 50 CAD
+    candidates read one by one by a person, "no sentence still read as the original label"
+    passed 3 of the 4 fully flipped, fluent candidates and failed 21 of the 22 partly flipped
+    ones, where the members' and VADER's sentence readings did not separate them.
+``members``
+    The mean probability of ``label`` by the judge members (trained on whole texts; they misread
+    short sentences and ratings). It gives no residual reading.
+
+The LLM's answer is untrusted data: it counts only when it is exactly one label name or the word
+for none (``Answer:`` prefixes, quotes and a full stop stripped); otherwise it is asked once more
+with a reminder, and a second unusable answer is no verdict.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from engine.errors import CounterbiasError
+from engine.registry import Registry
+
+if TYPE_CHECKING:
+    from engine.llm.cache import CachedClient
+    from engine.progress import CancelToken
+    from engine.store.project import Project
+
+__all__ = ["LLMReader", "SENTENCE_READERS", "UnknownReaderError", "create_reader", "none_word"]
+
+
+class UnknownReaderError(CounterbiasError):
+    """No sentence reader of that name."""
+
+    code = "CB805"
+
+
+#: Request parameters of a reading: greedy, a word or two.
+READ_PARAMS = {"temperature": 0.0, "max_tokens": 6, "seed": 0}
+
+
+def none_word(labels: Sequence[str]) -> str:
+    """The answer meaning "no label": ``none``, or ``no-label`` when a label is called none.
+
+    Examples
+    --------
+    >>> none_word(["Negative", "Positive"]), none_word(["None", "Spam"])
+    ('none', 'no-label')
+    """
+    return "no-label" if any(str(label).lower() == "none" for label in labels) else "none"
+
+
+class LLMReader:
+    """Reads sentences with the LLM (see the module doc); answers are cached per sentence.
+
+    Parameters
+    ----------
+    client
+        The generation's cached client (answers stored in the project like every other).
+    labels
+        The dataset's labels.
+    task
+        The task description the generation prompts use.
+    cancel
+        The job's cancel token.
+    """
+
+    checks_residual = True
+
+    def __init__(self, client: CachedClient, labels: Sequence[str], task: str, cancel: CancelToken | None = None):
+        from engine.llm.prompts import load_prompt
+
+        self.client = client
+        self.labels = [str(label) for label in labels]
+        self.none = none_word(self.labels)
+        self.task = task
+        self.cancel = cancel
+        self._prompt = load_prompt("read_sentence")
+        self._read: dict[str, str | None] = {}
+        #: Sentences whose reading failed in transport (``sentence -> Failure``): not remembered, so the next read
+        #: sends them again; a slot that needed one fails retriably (:meth:`failure_for`).
+        self.failed: dict[str, Any] = {}
+
+    def _messages(self, sentence: str) -> list[dict[str, str]]:
+        return self._prompt.render(task=self.task, labels=", ".join(self.labels), none=self.none, sentence=sentence)
+
+    def _parse(self, answer: str) -> str | None:
+        from engine.verification.llm_judge import parse_label
+
+        return parse_label(answer, [*self.labels, self.none])
+
+    def read(self, sentences: Sequence[str]) -> list[str | None]:
+        """The label each sentence speaks for, :attr:`none` for none, ``None`` for no verdict."""
+        from engine.llm.base import ChatRequest, ChatResult
+
+        todo = list(dict.fromkeys(s for s in sentences if s and s not in self._read))
+        if todo:
+            messages = [self._messages(s) for s in todo]
+            first = self.client.chat_many([ChatRequest(m, dict(READ_PARAMS)) for m in messages],
+                                          cancel=self.cancel).results
+            found = [self._parse(a.text) if isinstance(a, ChatResult) else None for a in first]
+            again = [i for i, (a, f) in enumerate(zip(first, found, strict=True))
+                     if f is None and isinstance(a, ChatResult)]
+            if again:
+                remind = ("Answer with exactly one of these words and nothing else: "
+                          + ", ".join([*self.labels, self.none]) + ".")
+                second = self.client.chat_many(
+                    [ChatRequest([*messages[i], {"role": "assistant", "content": first[i].text[:300]},
+                                  {"role": "user", "content": remind}], dict(READ_PARAMS)) for i in again],
+                    cancel=self.cancel).results
+                for i, answer in zip(again, second, strict=True):
+                    found[i] = self._parse(answer.text) if isinstance(answer, ChatResult) else None
+            for sentence, answer, read in zip(todo, first, found, strict=True):
+                if isinstance(answer, ChatResult):
+                    self._read[sentence] = read
+                    self.failed.pop(sentence, None)
+                else:
+                    self.failed[sentence] = answer
+        return [self._read.get(s) if s else None for s in sentences]
+
+    def failure_for(self, sentences: Sequence[str]) -> Any:
+        """The transport failure of the first of ``sentences`` whose reading failed, or ``None``."""
+        return next((self.failed[s] for s in sentences if s in self.failed), None)
+
+    def __call__(self, sentences: Sequence[str], label: str) -> list[float]:
+        out = []
+        for read in self.read(sentences):
+            out.append(float("nan") if read is None else 0.5 if read == self.none else float(read == label))
+        return out
+
+    def residual(self, sentences: Sequence[str], label: str) -> list[str]:
+        """The sentences that still speak for ``label``."""
+        return [s for s, read in zip(sentences, self.read(sentences), strict=True) if read == label]
+
+
+def _llm(project: Project, client: CachedClient, members: Sequence[str], labels: Sequence[str], task: str,
+         cancel: CancelToken) -> LLMReader:
+    return LLMReader(client, labels, task, cancel)
+
+
+def _members(project: Project, client: CachedClient, members: Sequence[str], labels: Sequence[str], task: str,
+             cancel: CancelToken) -> Any:
+    """The judge members' mean probability (``None`` without single-text members: no reading)."""
+    from engine.counterbias import generate
+
+    return generate._polar_fn(project, members, cancel) if members else None
+
+
+#: ``name -> factory(project, client, members, labels, task, cancel) -> polar callable or None``.
+SENTENCE_READERS: Registry[Any] = Registry("sentence reader", UnknownReaderError,
+                                           builtins={"llm": "engine.counterbias.sentence_reading:_llm",
+                                                     "members": "engine.counterbias.sentence_reading:_members"})
+
+
+def create_reader(name: str, project: Project, client: CachedClient, members: Sequence[str], labels: Sequence[str],
+                  task: str, cancel: CancelToken) -> Any:
+    """The reader called ``name`` (see :data:`SENTENCE_READERS`), or ``None`` when it cannot read."""
+    return SENTENCE_READERS.get(name)(project, client, members, labels, task, cancel)
