@@ -97,7 +97,7 @@ from engine.counterbias.manipulate import (
     swap_gender,
     swap_triple,
 )
-from engine.counterbias.sentence_reading import create_reader
+from engine.counterbias.sentence_reading import create_reader, residual_sentences
 from engine.counterbias.settings import GenerateSettings, GenerationConfigError, targets_for
 from engine.counterbias.triple_store import load_triples
 from engine.counterbias.triples import extract_triples
@@ -941,13 +941,10 @@ def _fail_unread(slots: Sequence[Slot], reader: Any) -> None:
 def _residual(slots: Sequence[Slot], reader: Any) -> None:
     """Record the sentences of each finished text that the reader still reads as the original label (most
     answers come from the cache: untouched sentences were read when the edits were planned)."""
-    plans = [(slot, plan, split_sentences(plan.text or "")) for slot in slots for plan in slot.fields
-             if plan.field == "text" and plan.text]
-    for label in {str(slot.example["label"]) for slot, _, _ in plans}:
-        mine = [(plan, sentences) for slot, plan, sentences in plans if str(slot.example["label"]) == label]
-        left = reader.residual([s for _, sentences in mine for s in sentences], label)
-        for plan, sentences in mine:
-            plan.residual = [s for s in sentences if s in left]
+    plans = [(slot, plan) for slot in slots for plan in slot.fields if plan.field == "text" and plan.text]
+    found = residual_sentences(reader, [(plan.text or "", str(slot.example["label"])) for slot, plan in plans])
+    for (_, plan), left in zip(plans, found, strict=True):
+        plan.residual = left
 
 
 #: How far the members' P(target) of an edited sentence may fall below the original sentence's before the edit

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from engine.progress import CancelToken
     from engine.store.project import Project
 
-__all__ = ["LLMReader", "SENTENCE_READERS", "UnknownReaderError", "create_reader", "none_word"]
+__all__ = ["LLMReader", "SENTENCE_READERS", "UnknownReaderError", "create_reader", "none_word", "residual_sentences"]
 
 
 class UnknownReaderError(CounterbiasError):
@@ -142,6 +142,21 @@ class LLMReader:
     def residual(self, sentences: Sequence[str], label: str) -> list[str]:
         """The sentences that still speak for ``label``."""
         return [s for s, read in zip(sentences, self.read(sentences), strict=True) if read == label]
+
+
+def residual_sentences(reader: LLMReader, items: Sequence[tuple[str, str]]) -> list[list[str]]:
+    """For each ``(text, original label)``: the sentences of ``text`` that ``reader`` reads as that label (one
+    batch of requests per label; sentences read before come from the reader's memory or the cache)."""
+    from engine.text.sentences import split_sentences
+
+    split = [split_sentences(text or "") for text, _ in items]
+    out: list[list[str]] = [[] for _ in items]
+    for label in dict.fromkeys(str(label) for _, label in items):
+        mine = [i for i, (_, own) in enumerate(items) if str(own) == label]
+        left = set(reader.residual([s for i in mine for s in split[i]], label))
+        for i in mine:
+            out[i] = [s for s in split[i] if s in left]
+    return out
 
 
 def _llm(project: Project, client: CachedClient, members: Sequence[str], labels: Sequence[str], task: str,

@@ -181,8 +181,8 @@ def judge_candidates(
                 "left_original": majority != meta.get("original_label"),
                 "target_prob": round(mean_target, 4),
             }
-        if old.get("llm_judge") and old.get("judged_text_sha1") == sha1:  # the same text: the LLM's answer holds
-            scores["llm_judge"] = old["llm_judge"]
+        if old.get("judged_text_sha1") == sha1:  # the same text: the LLM's answers hold
+            scores.update({k: old[k] for k in ("llm_judge", "residual") if old.get(k)})
         scores["verdicts"] = verdicts_for(row, meta, scores, originals.get(int(row["example_id"]), {}), labels, rule,
                                           sides)
         scores["passes"] = rule.passes(scores)

@@ -5,7 +5,10 @@ spurious words the candidates keep, so it can be fooled by them; an instruction-
 The answer is untrusted data: it counts only when, stripped of an ``Answer:``/``Label:``
 prefix, quotes and a final full stop, it is exactly one label name (case-insensitive).
 Otherwise the request is repeated once with a reminder of the labels; a second unusable answer
-is recorded as unparsed (the check is then skipped, not failed). Every answer is stored in the
+is recorded as unparsed (the check is then skipped, not failed). A single-text candidate made
+without the LLM sentence reader (older runs, ``sentence_reader="members"``, other methods) has
+its sentences read here too (:mod:`engine.counterbias.sentence_reading`), so that the
+``residual`` check can judge it. Every answer is stored in the
 project's LLM cache, so a rerun costs nothing; a refused key or an unreachable server stops
 the job at once (:class:`~engine.llm.errors.LLMError`).
 """
@@ -71,6 +74,25 @@ def _repair(messages: list[dict[str, str]], answer: str, labels: Sequence[str]) 
     return [*messages, {"role": "assistant", "content": answer[:500]},
             {"role": "user", "content": "Answer with exactly one of these words and nothing else: "
                                         + ", ".join(labels) + "."}]
+
+
+def _read_residual(client: Any, rows: Sequence[dict[str, Any]], metas: Sequence[dict[str, Any]],
+                   labels: Sequence[str], task: str, token: CancelToken) -> dict[int, list[str]]:
+    """``{candidate id: sentences still read as the original label}`` for the single-text candidates whose
+    generation did not read them; a candidate with a sentence whose reading failed gets none (no verdict)."""
+    from engine.counterbias.sentence_reading import LLMReader, residual_sentences
+
+    todo = [(row, meta) for row, meta in zip(rows, metas, strict=True)
+            if row.get("text") is not None and meta.get("original_label") is not None
+            and not any(isinstance(f, dict) and "residual" in f for f in meta.get("fields") or [])]
+    if not todo:
+        return {}
+    reader = LLMReader(client, labels, task, token)
+    found = residual_sentences(reader, [(row["text"] or "", str(meta["original_label"])) for row, meta in todo])
+    from engine.text.sentences import split_sentences
+
+    return {int(row["id"]): left for (row, _), left in zip(todo, found, strict=True)
+            if reader.failure_for(split_sentences(row["text"] or "")) is None}
 
 
 @dataclass
@@ -163,6 +185,8 @@ def llm_judge_candidates(
         for i, outcome in zip(retry, second.results, strict=True):
             if isinstance(outcome, ChatResult) and parse_label(outcome.text, labels) is not None:
                 answers[i] = outcome
+    residual = _read_residual(client, rows, metas, labels, task, token)
+    progress(0.97, "LLM judge: sentences read")
     originals = _originals(project, rows)
     sides = dataset_rating_sides(project, rows)
     model = f"{chat_backend.name}:{chat_backend.model}"
@@ -182,6 +206,8 @@ def llm_judge_candidates(
             entry = {"label": None, "error": f"{outcome.code} {outcome.message}"[:200], "model": model}
             result.failed.append(cid)
         scores["llm_judge"] = entry
+        if cid in residual:
+            scores["residual"] = {"sentences": residual[cid], "model": model}
         scores["verdicts"] = verdicts_for(row, meta, scores, originals.get(int(row["example_id"]), {}), labels, rule,
                                           sides)
         scores["passes"] = rule.passes(scores)

@@ -101,3 +101,44 @@ def test_cli_verify(voted_project, stub, capsys):
     assert out["checks"]["label-flip"] == {"skip": len(rows)} and out["required"][-2:] == ["refusal", "copy"]
     assert main(["-q", "verify", path, "reviews", "--require", "politeness"]) == EXIT_USER_ERROR
     assert "CB930" in capsys.readouterr().err
+
+
+def test_the_llm_judge_reads_the_sentences_of_candidates_made_without_the_reader(voted_project, stub):
+    """Candidates made with the members' sentence reading carry no residual reading; the LLM judge reads their
+    sentences, stores what still speaks for the original label, and the residual check uses it (kept when the
+    ensemble judges the same text again)."""
+    from engine.counterbias import judge_candidates
+    from tests.engine.counterbias.scripted_llm import read_sentence
+
+    project = voted_project
+    server = stub(reply=scripted_reply)
+    config = LLMConfig(backend="openai", model="stub", base_url=server.base_url, max_retries=0)
+    dataset = project.dataset("reviews")
+    generate_counterbias(project, dataset.id, None, config, judge=MEMBERS,
+                         settings=GenerateSettings(drop_prob=0.0, sentence_reader="members"))
+    rows = [r for r in candidate_rows(project, dataset_id=dataset.id) if r["status"] != "failed"]
+    assert rows and all("residual" not in f for r in rows for f in r["meta"]["fields"])
+    assert {r["scores"]["verdicts"]["residual"]["status"] for r in rows} == {"skip"}
+    reads = []
+
+    def reply(body):
+        user = body["messages"][-1]["content"]
+        if "Sentence to read:" in user:
+            reads.append(user)
+            return read_sentence(user)
+        return "Positive"
+
+    judge = stub(reply=reply)
+    ids = [r["id"] for r in rows]
+    llm_judge_candidates(project, ids, LLMConfig(backend="openai", model="judge", base_url=judge.base_url))
+    assert reads
+    stored = {r["id"]: r for r in candidate_rows(project, dataset_id=dataset.id)}
+    statuses = {}
+    for cid in ids:
+        found = stored[cid]["scores"]["residual"]["sentences"]
+        verdict = stored[cid]["scores"]["verdicts"]["residual"]
+        statuses[cid] = verdict["status"]
+        assert verdict["status"] == ("fail" if found else "pass")
+        assert all(s in stored[cid]["text"] for s in found)
+    again = judge_candidates(project, ids, MEMBERS)
+    assert {cid: s["verdicts"]["residual"]["status"] for cid, s in again.items()} == statuses
