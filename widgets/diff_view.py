@@ -13,16 +13,19 @@ from __future__ import annotations
 import difflib
 import html
 import re
+from collections.abc import Sequence
 from typing import Literal, NamedTuple
 
 from PySide6.QtWidgets import QTextBrowser, QWidget
 
-__all__ = ["DELETE_STYLE", "INSERT_STYLE", "DiffOp", "DiffView", "diff_html", "word_diff"]
+__all__ = ["DELETE_STYLE", "INSERT_STYLE", "MARK_STYLE", "DiffOp", "DiffView", "diff_html", "word_diff"]
 
 #: Style of deleted words (red, struck through).
 DELETE_STYLE = "color: #a40000; background-color: #fde0e0; text-decoration: line-through;"
 #: Style of inserted words (green).
 INSERT_STYLE = "color: #1a6b1a; background-color: #dcf5dc;"
+#: Sentences marked in a candidate (still read as the original label): underlined in orange.
+MARK_STYLE = "border-bottom: 2px solid #d97b00; background-color: #fff1d6;"
 #: Stands for a ``<br />`` of the data while diffing (a private-use character: never in real text).
 _BREAK = "\ue000"
 _BREAK_TAG = re.compile(r"<br\s*/?>", re.IGNORECASE)
@@ -68,18 +71,32 @@ def word_diff(original: str, new: str) -> list[DiffOp]:
     return out
 
 
-def diff_html(original: str, new: str) -> str:
-    """HTML of :func:`word_diff` (escaped), deletions struck through in red, insertions green."""
+def diff_html(original: str, new: str, marked: Sequence[str] = (), mark_title: str = "") -> str:
+    """HTML of :func:`word_diff` (escaped), deletions struck through in red, insertions green.
+
+    ``marked``: sentences of ``new`` to underline (e.g. those still read as the original label), where a run of
+    unchanged words holds one whole; ``mark_title`` is their tooltip.
+
+    Examples
+    --------
+    >>> marked = diff_html("Dull. It bores.", "Fine. It bores.", marked=["It bores."], mark_title="still Negative")
+    >>> marked.endswith('<span style="' + MARK_STYLE + '" title="still Negative">It bores.</span>')
+    True
+    """
+    marks = [html.escape(" ".join(_words(s))) for s in marked if s and s.strip()]
     parts = []
     for op, text in word_diff(original, new):
-        escaped = html.escape(text).replace("\n", "<br>")
+        escaped = html.escape(text)
         if op == "delete":
             parts.append(f'<span style="{DELETE_STYLE}">{escaped}</span>')
         elif op == "insert":
             parts.append(f'<span style="{INSERT_STYLE}">{escaped}</span>')
         else:
+            for mark in marks:
+                escaped = escaped.replace(mark, f'<span style="{MARK_STYLE}" title="{html.escape(mark_title)}">'
+                                                f'{mark}</span>')
             parts.append(escaped)
-    return " ".join(parts)
+    return " ".join(parts).replace("\n", "<br>")
 
 
 def change_counts(original: str, new: str) -> tuple[int, int]:

@@ -107,3 +107,19 @@ def test_the_shown_example_draws_the_datas_line_breaks_and_escapes_the_rest(qtbo
     panel.show_example({"id": 7, "label": "Positive", "text": "Good.<br /><br />A <b>bold</b> 10/10."}, [])
     shown = panel.example_label.text()
     assert "Good.<br><br>A &lt;b&gt;bold&lt;/b&gt; 10/10." in shown and panel.shown_example_id == 7
+
+
+def test_sentences_still_read_as_the_original_label_are_underlined():
+    """The residual reading (recorded at generation, else by the LLM judge) is drawn in the candidate's diff."""
+    from widgets.diff_view import MARK_STYLE
+
+    row = _cand(4, 12, "proposed", "He hates it. A must-see!")
+    row["original"] = {"text": "He loves it. A must-see!"}
+    row["meta"]["fields"][0]["residual"] = ["A must-see!"]
+    out = candidate_html(row)
+    assert f'<span style="{MARK_STYLE}" title="the LLM still reads this as pos">A must-see!</span>' in out
+    assert "Underlined: 1 sentence the LLM, reading each alone, still reads as pos." in out
+    del row["meta"]["fields"][0]["residual"]
+    assert MARK_STYLE not in candidate_html(row)
+    row["scores"]["residual"] = {"sentences": ["A must-see!"], "model": "local:qwen"}  # from the LLM judge
+    assert MARK_STYLE in candidate_html(row)
