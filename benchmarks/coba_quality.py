@@ -25,6 +25,10 @@ are scored the same way. Printed side by side:
 * rating turned: of the texts whose original carries a rating ("7/10", "3 out of 10",
   :mod:`engine.text.ratings`), the share with no rating left that goes with the original label
   (``--rated`` runs only such reviews);
+* a sentence left for the original label: the share of texts with a sentence that the LLM sentence
+  reader (:mod:`engine.counterbias.sentence_reading`), reading it alone, still reads as the
+  original label — recorded with each candidate at generation; the human revisions are read here
+  by the same reader (a person's reading of run F: partly flipped candidates are those);
 * what ``counterbias decide accept --passing`` would accept (``scores.passes`` of proposed
   candidates) and how the independent judges see that subset.
 
@@ -394,6 +398,24 @@ def main() -> int:
                     "ratings_turned": turned / rated_n if rated_n else float("nan"), "rated": rated_n,
                     "bleu4": bleu4(texts, [originals[k]["text"] for k in keys]), "prompt_leaks": leaked}
 
+        def left_of(r: dict) -> list[str] | None:  # sentences the LLM reader still read as the original label
+            for plan in r["meta"].get("fields") or []:
+                if plan.get("field") == "text" and "residual" in plan:
+                    return plan["residual"]
+            return (r["scores"].get("residual") or {}).get("sentences")
+
+        from engine.counterbias.sentence_reading import LLMReader, residual_sentences
+        from engine.llm.cache import CachedClient
+        from engine.llm.registry import create_backend
+
+        from contextlib import closing
+
+        with closing(create_backend(config)) as reader_backend:  # the human revisions, read by the same reader
+            reader = LLMReader(CachedClient(reader_backend, project), dataset.labels,
+                               gen_settings.task_description(dataset.labels))
+            h_left = residual_sentences(reader, [(human[i], originals[i]["label"]) for i in ids])
+        g_left = [left_of(first[i]) for i in gen_ids]
+        g_read = [x for x in g_left if x is not None]
         g_rates, h_rates = rates(gen_texts, gen_ids), rates(human_texts, ids)
         g_stats, h_stats = text_stats(gen_texts, gen_ids), text_stats(human_texts, ids)
         h_same = rates([human[i] for i in gen_ids], gen_ids)  # the human revisions of the reviews that got a candidate
@@ -426,6 +448,8 @@ def main() -> int:
         print(f"{'rating turned (rated texts)':<34}{f(g_stats.get('ratings_turned', float('nan'))):>10}"
               f"{f(h_stats.get('ratings_turned', float('nan'))):>10}   (of {g_stats.get('rated', 0)} / "
               f"{h_stats.get('rated', 0)} rated; rating sides {sides or 'none'})")
+        print(f"{'a sentence left for the original':<34}{f(sum(bool(x) for x in g_read) / len(g_read) if g_read else float('nan')):>10}"
+              f"{f(sum(bool(x) for x in h_left) / len(h_left)):>10}   (texts; the LLM reading each sentence alone)")
         print(f"\ndecide accept --passing would accept {len(passing)} of {len(made)} candidates; on those: "
               f"ensemble {f(p_rates['ensemble'])}, VADER {f(p_rates['vader'])}, TF-IDF {f(p_rates['tfidf'])} flip rate")
         failing = Counter(name for r in made for name, v in (r["scores"].get("verdicts") or {}).items()
@@ -456,7 +480,8 @@ def main() -> int:
                     "edit_distance": (edit_distance(words(originals[k]["text"]), words(r["text"] or ""))
                                       / max(len(words(originals[k]["text"])), 1)),
                     "prompt_leaks": leaks(r["text"] or "", originals[k]["text"], sentences),
-                    "error": r["meta"].get("error"),
+                    "error": r["meta"].get("error"), "residual": left_of(r),
+                    "human_residual": h_left[ids.index(k)],
                 }, ensure_ascii=False) + "\n")
     print(f"candidates with originals and human revisions: {out_path.parent}/{out_path.stem}-polar*.jsonl")
     project.close()
