@@ -123,3 +123,11 @@ def test_sentences_still_read_as_the_original_label_are_underlined():
     assert MARK_STYLE not in candidate_html(row)
     row["scores"]["residual"] = {"sentences": ["A must-see!"], "model": "local:qwen"}  # from the LLM judge
     assert MARK_STYLE in candidate_html(row)
+
+
+def test_the_doctests_hold():
+    import doctest
+
+    from widgets import diff_view
+
+    assert doctest.testmod(diff_view).failed == 0

@@ -1,0 +1,76 @@
+"""The LLM sentence reader on its own: strict answers, one reminder, memory, labels named "none", the registry."""
+
+from __future__ import annotations
+
+import doctest
+import math
+
+import pytest
+
+from engine.counterbias import GenerateSettings, sentence_reading
+from engine.counterbias.sentence_reading import SENTENCE_READERS, LLMReader, residual_sentences
+from engine.counterbias.settings import GenerationConfigError
+from engine.llm.cache import CachedClient
+from engine.llm.config import LLMConfig
+from engine.llm.registry import create_backend
+from engine.store import Project
+
+
+@pytest.fixture
+def client(tmp_path, stub):
+    """A reader's client over a loopback server whose answers the test sets in ``answers`` (sentence -> text)."""
+    answers: dict[str, str] = {}
+    sent: list[dict] = []
+
+    def reply(body):
+        sent.append(body)
+        last = body["messages"][-1]["content"]
+        if last.startswith("Answer with exactly one of these words"):
+            return answers.get("REMINDER", "none")
+        return answers.get(last.rsplit("Sentence to read: ", 1)[1], "none")
+
+    server = stub(reply=reply)
+    project = Project.create(tmp_path / "reader.cbproj")
+    backend = create_backend(LLMConfig(backend="openai", model="stub", base_url=server.base_url, max_retries=0))
+    yield CachedClient(backend, project), answers, sent
+    backend.close()
+    project.close()
+
+
+def test_answers_are_read_strictly_and_a_reminder_is_sent_once(client):
+    cached, answers, sent = client
+    answers.update({"What a joy.": "Answer: **Positive**.", "It drags.": "negative", "They meet in Rome.": "None.",
+                    "Odd one.": "Mostly positive, I would say", "REMINDER": "I cannot say"})
+    reader = LLMReader(cached, ["Negative", "Positive"], "sentiment of a review")
+    assert reader.read(["What a joy.", "It drags.", "They meet in Rome.", "Odd one."]) == [
+        "Positive", "Negative", "none", None]
+    assert len(sent) == 5  # four readings and one reminder for the unusable answer
+    assert sent[0]["messages"][-1]["content"].startswith("Task: sentiment of a review (labels: Negative, Positive; or "
+                                                         "none).")
+    polar = reader(["What a joy.", "It drags.", "They meet in Rome.", "Odd one."], "Positive")
+    assert polar[:3] == [1.0, 0.0, 0.5] and math.isnan(polar[3])  # NaN: no verdict
+    assert len(sent) == 5  # remembered: nothing sent again
+    assert residual_sentences(reader, [("What a joy. It drags.", "Positive"), ("It drags.", "Negative")]) == [
+        ["What a joy."], ["It drags."]]
+
+
+def test_a_label_called_none_gets_another_word_for_none(client):
+    cached, answers, sent = client
+    answers.update({"Buy now!": "Spam", "See you at five.": "no-label", "Hello there.": "None"})
+    reader = LLMReader(cached, ["None", "Spam"], "spam detection")
+    assert reader.none == "no-label"
+    assert reader.read(["Buy now!", "See you at five.", "Hello there."]) == ["Spam", "no-label", "None"]
+    assert "(labels: None, Spam; or no-label)" in sent[0]["messages"][-1]["content"]
+
+
+def test_readers_are_registered_by_name_and_settings_refuse_unknown_ones():
+    assert SENTENCE_READERS.names()[:2] == ["llm", "members"]
+    assert GenerateSettings().sentence_reader == "llm"
+    assert GenerateSettings(sentence_reader="members").key() != GenerateSettings().key()
+    with pytest.raises(GenerationConfigError, match="Unknown sentence reader 'oracle'") as err:
+        GenerateSettings(sentence_reader="oracle")
+    assert "llm, members" in err.value.hint
+
+
+def test_the_doctests_hold():
+    assert doctest.testmod(sentence_reading).failed == 0
