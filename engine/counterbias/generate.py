@@ -400,32 +400,6 @@ def _judge_fn(project: Project, members: Sequence[str], token: CancelToken) -> A
     return labels
 
 
-def _polar_fn(project: Project, members: Sequence[str], token: CancelToken) -> Any:
-    """``polar(sentences, label) -> mean member probability of label`` for each sentence read alone."""
-    from engine.models.predict import predict
-    from engine.models.store import get_model
-
-    import numpy as np
-
-    infos = {m: get_model(project, m) for m in members}
-    single = [m for m, info in infos.items() if list(info.fields) == ["text"]]
-    if not single:
-        return None
-
-    def polar(sentences: Sequence[str], label: str) -> list[float]:
-        if not sentences:
-            return []
-        total = np.zeros(len(sentences))
-        for name in single:
-            labels = list(infos[name].labels)
-            if label not in labels:  # no verdict: compares false with any threshold
-                return [float("nan")] * len(sentences)
-            total += predict(project, name, list(sentences), cancel=token)[:, labels.index(label)]
-        return list(total / len(single))
-
-    return polar
-
-
 def _vote_source(project: Project, dataset: DatasetInfo, vote_set_id: int | None) -> dict[str, Any]:
     """The vote set to read W_p / W_s from (the given one, or the newest on the dataset/its parent)."""
     from engine.attribution.vote_store import vote_sets

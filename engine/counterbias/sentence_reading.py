@@ -37,7 +37,8 @@ if TYPE_CHECKING:
     from engine.progress import CancelToken
     from engine.store.project import Project
 
-__all__ = ["LLMReader", "SENTENCE_READERS", "UnknownReaderError", "create_reader", "none_word", "residual_sentences"]
+__all__ = ["LLMReader", "SENTENCE_READERS", "UnknownReaderError", "create_reader", "members_polar", "none_word",
+           "residual_sentences"]
 
 
 class UnknownReaderError(CounterbiasError):
@@ -96,7 +97,7 @@ class LLMReader:
         return self._prompt.render(task=self.task, labels=", ".join(self.labels), none=self.none, sentence=sentence)
 
     def _parse(self, answer: str) -> str | None:
-        from engine.verification.llm_judge import parse_label
+        from engine.llm.label_answer import parse_label
 
         return parse_label(answer, [*self.labels, self.none])
 
@@ -164,12 +165,37 @@ def _llm(project: Project, client: CachedClient, members: Sequence[str], labels:
     return LLMReader(client, labels, task, cancel)
 
 
+def members_polar(project: Project, members: Sequence[str], token: CancelToken) -> Any:
+    """``polar(sentences, label) -> mean member probability of label`` for each sentence read alone (``None``
+    without a single-text member)."""
+    from engine.models.predict import predict
+    from engine.models.store import get_model
+
+    import numpy as np
+
+    infos = {m: get_model(project, m) for m in members}
+    single = [m for m, info in infos.items() if list(info.fields) == ["text"]]
+    if not single:
+        return None
+
+    def polar(sentences: Sequence[str], label: str) -> list[float]:
+        if not sentences:
+            return []
+        total = np.zeros(len(sentences))
+        for name in single:
+            labels = list(infos[name].labels)
+            if label not in labels:  # no verdict: compares false with any threshold
+                return [float("nan")] * len(sentences)
+            total += predict(project, name, list(sentences), cancel=token)[:, labels.index(label)]
+        return list(total / len(single))
+
+    return polar
+
+
 def _members(project: Project, client: CachedClient, members: Sequence[str], labels: Sequence[str], task: str,
              cancel: CancelToken) -> Any:
     """The judge members' mean probability (``None`` without single-text members: no reading)."""
-    from engine.counterbias import generate
-
-    return generate._polar_fn(project, members, cancel) if members else None
+    return members_polar(project, members, cancel) if members else None
 
 
 #: ``name -> factory(project, client, members, labels, task, cancel) -> polar callable or None``.

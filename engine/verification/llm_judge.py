@@ -16,11 +16,11 @@ the job at once (:class:`~engine.llm.errors.LLMError`).
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from engine.llm.label_answer import parse_label
 from engine.progress import CancelToken, ProgressFn, ensure_token, no_progress, scaled
 
 if TYPE_CHECKING:
@@ -30,32 +30,6 @@ if TYPE_CHECKING:
     from engine.store.project import Project
 
 __all__ = ["LLMJudgeResult", "judge_messages", "llm_judge_candidates", "parse_label"]
-
-_PREFIX = re.compile(r"^\s*(?:the\s+)?(?:answer|label|sentiment|class|prediction)\s*(?:is)?\s*[:=-]?\s*", re.IGNORECASE)
-_QUOTES = "\"'`*\u201c\u201d\u2018\u2019"
-
-
-def parse_label(answer: str, labels: Sequence[str]) -> str | None:
-    """The label an answer names, or ``None`` when it is not exactly one label.
-
-    Examples
-    --------
-    >>> parse_label("Answer: **Positive**.", ["Negative", "Positive"])
-    'Positive'
-    >>> parse_label("positive", ["Negative", "Positive"])
-    'Positive'
-    >>> parse_label("Positive, mostly, but also negative", ["Negative", "Positive"]) is None
-    True
-    >>> parse_label("I think it is Negative", ["Negative", "Positive"]) is None
-    True
-    """
-    lines = [line.strip() for line in (answer or "").strip().splitlines() if line.strip()]
-    if not lines:
-        return None
-    text = _PREFIX.sub("", lines[0]).strip().strip(_QUOTES).rstrip(".!").strip().strip(_QUOTES).strip()
-    by_name = {label.lower(): label for label in labels}
-    return by_name.get(text.lower())
-
 
 def _text_of(row: dict[str, Any], fields: Sequence[str]) -> str:
     if list(fields) == ["text"]:

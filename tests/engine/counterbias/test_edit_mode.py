@@ -301,9 +301,9 @@ def _with_lexicon_members(project, tmp_path, stub, monkeypatch, edit, *, polar=_
                           more=(), **settings):
     """Generate for the first review with ``polar`` (``_lexicon_polar``) as the members' sentence reading;
     ``edit(body)`` answers the edit requests. Returns (result, candidate row, request bodies)."""
-    import engine.counterbias.generate as generate
+    import engine.counterbias.sentence_reading as sentence_reading
 
-    monkeypatch.setattr(generate, "_polar_fn", polar)
+    monkeypatch.setattr(sentence_reading, "members_polar", polar)
     dataset = _dataset_with_vote(project, tmp_path, review=review, more=more)
     sent = []
     server = stub(reply=lambda body: sent.append(body) or (edit(body) if _editing(body) else scripted_reply(body)))

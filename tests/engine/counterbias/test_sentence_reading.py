@@ -73,4 +73,7 @@ def test_readers_are_registered_by_name_and_settings_refuse_unknown_ones():
 
 
 def test_the_doctests_hold():
-    assert doctest.testmod(sentence_reading).failed == 0
+    from engine.llm import label_answer
+
+    for module in (sentence_reading, label_answer):
+        assert doctest.testmod(module).failed == 0
