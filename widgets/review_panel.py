@@ -151,9 +151,10 @@ def candidate_html(candidate: dict[str, Any]) -> str:
         parts.append(f"<p style='color:#555; margin-bottom:0'><b>{esc(field)}</b></p>"
                      f"<p style='font-size:12pt; line-height:140%; margin-top:2px'>"
                      f"{diff_html(original.get(field) or '', new, left, f'the LLM still reads this as {label}')}</p>")
-        if left:
-            parts.append(f"<p style='color:#8a4b00'>Underlined: {len(left)} sentence{'s' * (len(left) > 1)} the LLM, "
-                         f"reading each alone, still reads as {esc(label)}.</p>")
+        if left:  # listed too: an edited sentence spans several runs of the diff and is not underlined
+            quoted = "<br>".join(f"• “{esc(s)}”" for s in left[:4]) + ("<br>…" if len(left) > 4 else "")
+            parts.append(f"<p style='color:#8a4b00'>Still read as {esc(label)} by the LLM (each sentence alone; "
+                         f"underlined where unchanged):<br>{quoted}</p>")
         if generated.get(field) not in (None, new):
             parts.append(f"<p style='color:#555'>Edited by you; generated text was: {esc(generated[field])}</p>")
     judge = scores.get("judge") or {}

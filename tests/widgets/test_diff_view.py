@@ -118,7 +118,7 @@ def test_sentences_still_read_as_the_original_label_are_underlined():
     row["meta"]["fields"][0]["residual"] = ["A must-see!"]
     out = candidate_html(row)
     assert f'<span style="{MARK_STYLE}" title="the LLM still reads this as pos">A must-see!</span>' in out
-    assert "Underlined: 1 sentence the LLM, reading each alone, still reads as pos." in out
+    assert "Still read as pos by the LLM (each sentence alone; underlined where unchanged):<br>• “A must-see!”" in out
     del row["meta"]["fields"][0]["residual"]
     assert MARK_STYLE not in candidate_html(row)
     row["scores"]["residual"] = {"sentences": ["A must-see!"], "model": "local:qwen"}  # from the LLM judge
