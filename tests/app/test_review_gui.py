@@ -197,7 +197,8 @@ def test_generate_review_undo_and_augment(window, qtbot, server):
 
     # build the augmented dataset: a new 'augmented' version with the accepted candidates
     n_before = len(win.session.datasets)
-    with qtbot.waitSignal(win.jobs.done, timeout=30_000):
+    # the augment job's own end: the judging job of the redo above may still send its ``done`` after its result
+    with qtbot.waitSignal(win.jobs.done, timeout=30_000, check_params_cb=lambda job: job.kind == "augment"):
         panel.augment_button.click()
     datasets = win.session.datasets
     assert len(datasets) == n_before + 1
