@@ -12,9 +12,10 @@ verdict, which compares false with every threshold) — registered in :data:`SEN
     The generating LLM, one short request per distinct sentence (prompt ``read_sentence``; about
     half a second each with the bundled model on 2 cores, and cached like every answer): 1.0 when
     it names ``label``, 0.0 when it names another label, 0.5 when it names none. On 50 CAD
-    candidates read one by one by a person, "no sentence still read as the original label"
-    passed 3 of the 4 fully flipped, fluent candidates and failed 21 of the 22 partly flipped
-    ones, where the members' and VADER's sentence readings did not separate them.
+    candidates read one by one by a person, "no sentence still read as the original label" (with a
+    first version of the prompt) passed 3 of the 4 fully flipped, fluent candidates and failed 21
+    of the 22 partly flipped ones, where the members' and VADER's sentence readings did not
+    separate them.
 ``members``
     The mean probability of ``label`` by the judge members (trained on whole texts; they misread
     short sentences and ratings). It gives no residual reading.
