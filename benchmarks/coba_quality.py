@@ -398,11 +398,10 @@ def main() -> int:
                     "ratings_turned": turned / rated_n if rated_n else float("nan"), "rated": rated_n,
                     "bleu4": bleu4(texts, [originals[k]["text"] for k in keys]), "prompt_leaks": leaked}
 
+        from engine.verification.checks import residual_of
+
         def left_of(r: dict) -> list[str] | None:  # sentences the LLM reader still read as the original label
-            for plan in r["meta"].get("fields") or []:
-                if plan.get("field") == "text" and "residual" in plan:
-                    return plan["residual"]
-            return (r["scores"].get("residual") or {}).get("sentences")
+            return residual_of(r["meta"], r["scores"])
 
         from engine.counterbias.sentence_reading import LLMReader, residual_sentences
         from engine.llm.cache import CachedClient

@@ -113,15 +113,6 @@ def _yes_no(value: Any) -> str:
     return "—" if value is None else ("yes" if value else "no")
 
 
-def _residual(meta: dict[str, Any], scores: dict[str, Any]) -> list[str]:
-    """Sentences of the text still read as the original label: recorded at generation, else by the LLM judge."""
-    for plan in meta.get("fields") or []:
-        if isinstance(plan, dict) and plan.get("field") == "text" and "residual" in plan:
-            return [str(s) for s in plan.get("residual") or []]
-    judged = scores.get("residual")
-    return [str(s) for s in judged.get("sentences") or []] if isinstance(judged, dict) else []
-
-
 def candidate_html(candidate: dict[str, Any]) -> str:
     """The detail of one candidate: diff, judge scores, kept words, steps, or its error (escaped)."""
     esc = html.escape
@@ -146,7 +137,9 @@ def candidate_html(candidate: dict[str, Any]) -> str:
         new = candidate.get(field)
         if new is None:
             continue
-        left = _residual(meta, scores) if field == "text" else []
+        from engine.verification.checks import residual_of
+
+        left = (residual_of(meta, scores) or []) if field == "text" else []
         label = str(meta.get("original_label") or "the original label")
         parts.append(f"<p style='color:#555; margin-bottom:0'><b>{esc(field)}</b></p>"
                      f"<p style='font-size:12pt; line-height:140%; margin-top:2px'>"

@@ -44,9 +44,9 @@ def _add_generate(sub: argparse._SubParsersAction) -> None:
                    help="reconstruct mode: chance to drop each normal triple (default 0.1)")
     p.add_argument("--no-shuffle", action="store_true", help="reconstruct mode: keep normal triples in their order")
     p.add_argument("--no-gender-swap", action="store_true", help="do not swap gendered words")
-    p.add_argument("--sentence-reader", default="llm", choices=("llm", "members"),
+    p.add_argument("--sentence-reader", default="llm",
                    help="edit mode: who reads single sentences for --edit-polar, --edit-moved and the residual "
-                   "check: the LLM (default; one short cached request per sentence) or the judge members")
+                   "check: llm (default; one short cached request per sentence) or members (the judge members)")
     p.add_argument("--edit-polar", type=float, default=0.8,
                    help="edit mode: also edit sentences the sentence reader reads alone as the original label (the "
                    "members: with at least this probability; default 0.8; 0: only sentences holding principal words)")

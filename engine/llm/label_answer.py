@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-__all__ = ["parse_label"]
+__all__ = ["ask_again", "parse_label"]
 
 _PREFIX = re.compile(r"^\s*(?:the\s+)?(?:answer|label|sentiment|class|prediction)\s*(?:is)?\s*[:=-]?\s*", re.IGNORECASE)
 _QUOTES = "\"'`*\u201c\u201d\u2018\u2019"
@@ -36,3 +36,10 @@ def parse_label(answer: str, labels: Sequence[str]) -> str | None:
     text = _PREFIX.sub("", lines[0]).strip().strip(_QUOTES).rstrip(".!").strip().strip(_QUOTES).strip()
     by_name = {label.lower(): label for label in labels}
     return by_name.get(text.lower())
+
+
+def ask_again(messages: list[dict[str, str]], answer: str, names: Sequence[str]) -> list[dict[str, str]]:
+    """The conversation once more, with the unusable ``answer`` and a reminder to answer with one of ``names``."""
+    return [*messages, {"role": "assistant", "content": answer[:500]},
+            {"role": "user", "content": "Answer with exactly one of these words and nothing else: "
+                                        + ", ".join(names) + "."}]

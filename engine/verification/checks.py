@@ -283,18 +283,23 @@ def llm_judge(subject: Subject, criteria: CandidateFilter) -> Verdict:
     return Verdict(FAIL, f"reads as {label}, not {subject.target}")
 
 
+def residual_of(meta: Mapping[str, Any], scores: Mapping[str, Any]) -> list[str] | None:
+    """The sentences of a candidate still read as its original label: recorded at generation (``meta.fields[]
+    .residual``), else by the LLM judge (``scores.residual``); ``None`` when nobody read them."""
+    read = [f.get("residual") or [] for f in meta.get("fields") or [] if isinstance(f, Mapping) and "residual" in f]
+    judged = scores.get("residual")
+    if not read and isinstance(judged, Mapping):
+        read = [judged.get("sentences") or []]
+    return [str(s) for found in read for s in found] if read else None
+
+
 def residual(subject: Subject, criteria: CandidateFilter) -> Verdict:
     """Fails a candidate with a sentence that the LLM, reading it alone, still reads as the original label (a
     partly flipped text: "This movie really blows" left in a review meant to be Positive). Recorded at generation
     by the LLM sentence reader (:mod:`engine.counterbias.sentence_reading`); skipped without that reading."""
-    read = [f.get("residual") or [] for f in subject.meta.get("fields") or [] if isinstance(f, Mapping)
-            and "residual" in f]
-    judged = subject.scores.get("residual")
-    if not read and isinstance(judged, Mapping):  # read by the LLM judge (a candidate made without the reader)
-        read = [judged.get("sentences") or []]
-    if not read:
+    left = residual_of(subject.meta, subject.scores)
+    if left is None:
         return Verdict(SKIP, "sentences not read (sentence reader llm, or Ask the LLM judge)")
-    left = [str(s) for found in read for s in found]
     if left:
         other = subject.original_label or "the original label"
         quoted = "; ".join(f'"{s[:80]}"' for s in left[:2])

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from engine.llm.label_answer import parse_label
+from engine.llm.label_answer import ask_again, parse_label
 from engine.progress import CancelToken, ProgressFn, ensure_token, no_progress, scaled
 
 if TYPE_CHECKING:
@@ -44,21 +44,16 @@ def judge_messages(text: str, labels: Sequence[str], task: str) -> list[dict[str
     return load_prompt("judge_label").render(task=task, labels=", ".join(labels), text=text)
 
 
-def _repair(messages: list[dict[str, str]], answer: str, labels: Sequence[str]) -> list[dict[str, str]]:
-    return [*messages, {"role": "assistant", "content": answer[:500]},
-            {"role": "user", "content": "Answer with exactly one of these words and nothing else: "
-                                        + ", ".join(labels) + "."}]
-
-
 def _read_residual(client: Any, rows: Sequence[dict[str, Any]], metas: Sequence[dict[str, Any]],
                    labels: Sequence[str], task: str, token: CancelToken) -> dict[int, list[str]]:
     """``{candidate id: sentences still read as the original label}`` for the single-text candidates whose
     generation did not read them; a candidate with a sentence whose reading failed gets none (no verdict)."""
     from engine.counterbias.sentence_reading import LLMReader, residual_sentences
+    from engine.verification.checks import residual_of
 
     todo = [(row, meta) for row, meta in zip(rows, metas, strict=True)
             if row.get("text") is not None and meta.get("original_label") is not None
-            and not any(isinstance(f, dict) and "residual" in f for f in meta.get("fields") or [])]
+            and residual_of(meta, {}) is None]
     if not todo:
         return {}
     reader = LLMReader(client, labels, task, token)
@@ -154,7 +149,7 @@ def llm_judge_candidates(
     answers: list[Any] = list(first.results)
     retry = [i for i, a in enumerate(answers) if isinstance(a, ChatResult) and parse_label(a.text, labels) is None]
     if retry:
-        second = client.chat_many([ChatRequest(_repair(messages[i], answers[i].text, labels), params) for i in retry],
+        second = client.chat_many([ChatRequest(ask_again(messages[i], answers[i].text, labels), params) for i in retry],
                                   progress=scaled(progress, 0.8, 0.95), cancel=token)
         for i, outcome in zip(retry, second.results, strict=True):
             if isinstance(outcome, ChatResult) and parse_label(outcome.text, labels) is not None:
