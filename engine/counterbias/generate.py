@@ -622,16 +622,23 @@ def _chosen_sentences(plan: FieldPlan, sentences: Sequence[str], polar: Iterable
     return sorted(chosen) or list(range(len(sentences)))
 
 
+def _sentences_as_written(text: str) -> tuple[str, list[tuple[int, int]], list[str]]:
+    """The text's base, its sentences' spans in it, and the sentences as written there (what the LLM edits)."""
+    sentences = split_sentences(text)
+    if not sentences:
+        return text, [], []
+    base, spans = sentence_spans(text, sentences)
+    return base, spans, [base[a:b] for a, b in spans]
+
+
 def _plan_edits(slot: Slot, plan: FieldPlan, mapping: dict[str, str], polar_fn: Any = None,
                 min_polar: float = 1.0) -> tuple[str, list[tuple[int, int]]] | None:
     """Fill ``plan.edits`` (the sentences to rewrite, as written); return the text's base and spans."""
-    sentences = split_sentences(plan.original)
-    if not sentences:
+    base, spans, raw = _sentences_as_written(plan.original)
+    if not raw:
         slot.fail("edit", f"Example {slot.example['id']} ({plan.field}) has no sentence to edit.", retriable=False,
                   reason="no sentence")
         return None
-    base, spans = sentence_spans(plan.original, sentences)
-    raw = [base[a:b] for a, b in spans]
     plan.gender = bool(mapping) and not names_person(plan.original)
     mapping = mapping if plan.gender else {}
     swaps = [swap_gender(sentence, mapping)[1] if mapping else [] for sentence in raw]  # tagged once per sentence
@@ -827,6 +834,10 @@ def _edit_chunk(client: CachedClient, slots: list[Slot], dataset: DatasetInfo, s
     task = settings.task_description(dataset.labels)
     layout: dict[int, tuple[str, list[tuple[int, int]], list[str]]] = {}
     jobs: list[tuple[Slot, FieldPlan, SentenceEdit, ChatRequest]] = []
+    if settings.edit_polar > 0 and hasattr(polar_fn, "read"):  # every reading of the chunk in one batch (a server
+        # answers them concurrently), not one batch per text as each is planned
+        polar_fn.read([s for slot in slots if slot.error is None for plan in slot.fields if plan.field == "text"
+                       for s in _sentences_as_written(plan.original)[2]])
     for slot in slots:
         if slot.error is not None:
             continue

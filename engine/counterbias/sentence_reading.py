@@ -90,8 +90,9 @@ class LLMReader:
         self.cancel = cancel
         self._prompt = load_prompt("read_sentence")
         self._read: dict[str, str | None] = {}
-        #: Sentences whose reading failed in transport (``sentence -> Failure``): not remembered, so the next read
-        #: sends them again; a slot that needed one fails retriably (:meth:`failure_for`).
+        #: Sentences whose reading failed in transport (``sentence -> Failure``): not sent again by this reader (like
+        #: any failed request of a run); a slot that needed one fails retriably (:meth:`failure_for`), and the next
+        #: run sends only those.
         self.failed: dict[str, Any] = {}
 
     def _messages(self, sentence: str) -> list[dict[str, str]]:
@@ -106,7 +107,7 @@ class LLMReader:
         """The label each sentence speaks for, :attr:`none` for none, ``None`` for no verdict."""
         from engine.llm.base import ChatRequest, ChatResult
 
-        todo = list(dict.fromkeys(s for s in sentences if s and s not in self._read))
+        todo = list(dict.fromkeys(s for s in sentences if s and s not in self._read and s not in self.failed))
         if todo:
             messages = [self._messages(s) for s in todo]
             first = self.client.chat_many([ChatRequest(m, dict(READ_PARAMS)) for m in messages],
@@ -115,18 +116,16 @@ class LLMReader:
             again = [i for i, (a, f) in enumerate(zip(first, found, strict=True))
                      if f is None and isinstance(a, ChatResult)]
             if again:
-                remind = ("Answer with exactly one of these words and nothing else: "
-                          + ", ".join([*self.labels, self.none]) + ".")
+                from engine.llm.label_answer import ask_again
+
                 second = self.client.chat_many(
-                    [ChatRequest([*messages[i], {"role": "assistant", "content": first[i].text[:300]},
-                                  {"role": "user", "content": remind}], dict(READ_PARAMS)) for i in again],
-                    cancel=self.cancel).results
+                    [ChatRequest(ask_again(messages[i], first[i].text, [*self.labels, self.none]), dict(READ_PARAMS))
+                     for i in again], cancel=self.cancel).results
                 for i, answer in zip(again, second, strict=True):
                     found[i] = self._parse(answer.text) if isinstance(answer, ChatResult) else None
             for sentence, answer, read in zip(todo, first, found, strict=True):
                 if isinstance(answer, ChatResult):
                     self._read[sentence] = read
-                    self.failed.pop(sentence, None)
                 else:
                     self.failed[sentence] = answer
         return [self._read.get(s) if s else None for s in sentences]
