@@ -1,11 +1,13 @@
 """The detail pane: everything about the selected example, text in full.
 
 All values are shown as plain text (labels use ``Qt.PlainText``, texts live in read-only
-``QPlainTextEdit``\\ s), so markup in the data is displayed, never interpreted.
+``QPlainTextEdit``\\ s), so markup in the data is displayed, never interpreted — except the line-break tags
+of IMDb-style data (``<br />``), drawn as the line breaks they mean (as the review tab does).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -23,7 +25,7 @@ from PySide6.QtWidgets import (
 
 from widgets.labels import contrast_text_color, label_color_for
 
-__all__ = ["DetailPane", "LabelChip"]
+__all__ = ["DetailPane", "LabelChip", "shown_text"]
 
 
 class LabelChip(QLabel):
@@ -56,6 +58,20 @@ def _value_label(parent: QWidget) -> QLabel:
     label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
     label.setWordWrap(True)
     return label
+
+
+_BREAK = re.compile(r"<br\s*/?>", re.IGNORECASE)
+
+
+def shown_text(text: str | None) -> str:
+    """A text as the pane shows it: ``<br />`` tags as line breaks, everything else as stored.
+
+    Examples
+    --------
+    >>> shown_text("Fine.<br /><br />Dull.<BR>End <b>x</b>")
+    'Fine.\\n\\nDull.\\nEnd <b>x</b>'
+    """
+    return _BREAK.sub("\n", text or "")
 
 
 def _text_view(parent: QWidget, name: str) -> QPlainTextEdit:
@@ -180,11 +196,11 @@ class DetailPane(QWidget):
         is_pair = row.get("premise") is not None or row.get("hypothesis") is not None
         if is_pair and row.get("text") is None:
             self.text_edit.clear()
-            self.premise_edit.setPlainText(row.get("premise") or "")
-            self.hypothesis_edit.setPlainText(row.get("hypothesis") or "")
+            self.premise_edit.setPlainText(shown_text(row.get("premise")))
+            self.hypothesis_edit.setPlainText(shown_text(row.get("hypothesis")))
             self._stack.setCurrentIndex(2)
         else:
             self.premise_edit.clear()
             self.hypothesis_edit.clear()
-            self.text_edit.setPlainText(row.get("text") or "")
+            self.text_edit.setPlainText(shown_text(row.get("text")))
             self._stack.setCurrentIndex(1)

@@ -87,3 +87,14 @@ def test_annotation_verdict_summary_says_when_the_label_was_not_judged():
     judged = {"verdicts": {**form_only["verdicts"], "label-flip": {"status": "pass"}}}
     assert _verdict_summary(judged)[0] == "✓ 3 checks pass"
     assert _verdict_summary({"verdicts": {**judged["verdicts"], "copy": {"status": "fail"}}})[0] == "✗ copy"
+
+
+def test_line_break_tags_are_shown_as_breaks(qtbot):
+    """IMDb reviews store line breaks as ``<br />``: the pane draws them as breaks, any other markup as text."""
+    pane = DetailPane()
+    qtbot.addWidget(pane)
+    row = {"id": 1, "text": "Fine.<br /><br />Dull <b>film</b>.<BR>End", "premise": None, "hypothesis": None,
+           "label": "negative", "source": "original"}
+    pane.show_example(row, LABELS)
+    assert pane.text_edit.toPlainText() == "Fine.\n\nDull <b>film</b>.\nEnd"
+    assert pane.example["text"] == row["text"]  # the example itself is as stored
