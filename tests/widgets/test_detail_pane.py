@@ -98,3 +98,11 @@ def test_line_break_tags_are_shown_as_breaks(qtbot):
     pane.show_example(row, LABELS)
     assert pane.text_edit.toPlainText() == "Fine.\n\nDull <b>film</b>.\nEnd"
     assert pane.example["text"] == row["text"]  # the example itself is as stored
+
+
+def test_the_doctests_hold():
+    import doctest
+
+    from widgets import detail_pane
+
+    assert doctest.testmod(detail_pane).failed == 0
