@@ -17,6 +17,7 @@ import pytest
 from engine.counterbias import GenerateSettings, candidate_rows, generate_counterbias
 from engine.counterbias.leak import LeakGuard
 from engine.llm.config import LLMConfig
+from engine.llm.prompts import load_prompt
 from engine.store.schema import now
 from engine.text.sentences import split_sentences
 from tests.engine.counterbias.scripted_llm import edit_sentence, scripted_reply, sentence_to_edit
@@ -131,8 +132,8 @@ def test_spurious_word_dropped_twice_is_a_recorded_failure(voted_project, stub, 
 
 
 def test_a_sentence_unusable_twice_gets_one_fresh_try(voted_project, stub, tmp_path):
-    """Edit and repair repeat the sentence; the first request again with a new seed (no repair conversation)
-    gives a usable edit, which is taken."""
+    """Edit and repair repeat the sentence; a fresh try with a new seed (no repair conversation), asked with the
+    stronger prompt (the first one moved nothing twice), gives a usable edit, which is taken."""
     _dataset_with_vote(voted_project, tmp_path)
     sent = []
 
@@ -148,10 +149,32 @@ def test_a_sentence_unusable_twice_gets_one_fresh_try(voted_project, stub, tmp_p
     assert rows[0]["text"] == REVIEW.replace(TARGET, "The plot is awful and the music is lovely.")
     edit = rows[0]["meta"]["fields"][0]["edits"][0]
     assert edit["problems"] == ["unchanged", "unchanged"] and edit["failure"] is None and len(edit["raw"]) == 3
-    assert rows[0]["meta"]["repairs"] == {"edit": 1, "fresh": 1}
+    assert rows[0]["meta"]["repairs"] == {"edit": 1, "fresh": 1, "strong": 1}
     fresh = [b for b in sent if _editing(b) and b.get("seed") == 513]
-    assert len(fresh) == 1 and len(fresh[0]["messages"]) == len([b for b in sent if _editing(b)][0]["messages"])
-    assert fresh[0]["temperature"] >= 0.7
+    assert len(fresh) == 1 and fresh[0]["temperature"] >= 0.7
+    first = [b for b in sent if _editing(b)][0]["messages"]
+    assert fresh[0]["messages"][0] == _STRONG_SYSTEM and fresh[0]["messages"][-1] == first[-1]  # same data
+
+
+_STRONG_SYSTEM = load_prompt("edit_sentence_strong").render(
+    **{k: "" for k in ("task", "labels", "before", "after", "label", "target", "sentence", "change", "keep")})[0]
+
+
+def test_a_word_dropped_twice_gets_the_first_request_again(voted_project, stub, tmp_path):
+    """A sentence whose edits dropped a word to keep is not sent to the stronger prompt (a freer rewrite drops
+    more): its fresh try is the first request with a new seed."""
+    _dataset_with_vote(voted_project, tmp_path)
+    sent = []
+    drop = lambda s: edit_sentence(s).replace("plot", "story")  # noqa: E731
+
+    def reply(body):
+        sent.append(body)
+        return drop(sentence_to_edit(body)) if _editing(body) else scripted_reply(body)
+
+    _run(voted_project, stub(reply=reply), swap_gender=False, repair_flip=False)
+    editing = [b for b in sent if _editing(b)]
+    fresh = [b for b in editing if b.get("seed") == 513]
+    assert len(fresh) == 1 and fresh[0]["messages"] == editing[0]["messages"]
 
 
 def test_edit_fresh_off_sends_no_third_request(voted_project, stub, tmp_path):
@@ -355,8 +378,9 @@ def test_an_edit_still_unmoved_after_its_repair_gets_a_fresh_try(voted_project, 
         "The plot is fine and the music is lovely.", "The plot is great, truly great, and the music is lovely.",
         "The plot is dreadful and the music is lovely."))
     assert len(result.created) == 1 and "The plot is dreadful and the music is lovely." in row["text"]
-    assert row["meta"]["repairs"] == {"edit": 1, "fresh": 1}
-    assert sum(b.get("seed") == 513 for b in sent) == 1
+    assert row["meta"]["repairs"] == {"edit": 1, "fresh": 1, "strong": 1}
+    fresh = [b for b in sent if b.get("seed") == 513]
+    assert len(fresh) == 1 and fresh[0]["messages"][0] == _STRONG_SYSTEM
 
 
 def test_a_fresh_try_that_reads_less_as_the_target_is_kept_out(voted_project, stub, tmp_path, monkeypatch):
