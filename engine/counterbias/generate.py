@@ -772,9 +772,10 @@ def _fresh_tries(client: CachedClient, jobs: Sequence[tuple[Slot, FieldPlan, Sen
 
     A sentence of a text whose edits did not move it — unmoved, or sent back unchanged — gets the stronger prompt
     ``edit_sentence_strong`` (the opposite opinion, as many words as that needs) instead of the first request
-    again: on 73 sentences of 50 CAD reviews still read as the original label after both, the bundled 1.5B model
-    turned 11 with it and 5 with the first request asked again. Other failures (a word to keep dropped, the wrong
-    sentence edited) get the first request again: a freer rewrite would drop more.
+    again: of 73 sentences of 50 CAD reviews still read as the original label after both, one try each, the bundled
+    1.5B model turned 10 with it (a usable edit read as the target) and 5 with the first request asked again. Other
+    failures (a word to keep dropped, the wrong sentence edited) get the first request again: a freer rewrite would
+    drop more.
 
     The answer passes the same checks. For an unedited sentence it may not read less as the target than the
     sentence did (members' reading); for an unmoved edit it replaces the edit only if it reads more as the target.
