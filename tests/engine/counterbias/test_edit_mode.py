@@ -214,6 +214,14 @@ def test_leak_guard_reads_the_prompt_examples():
     assert guard.find(LEAK, original=LEAK) is None  # the original's own words never count
 
 
+def test_edit_mode_guards_the_stronger_prompt_examples_too():
+    from engine.counterbias.leak import LEAK_SOURCES
+
+    guard = LeakGuard.from_prompts(LEAK_SOURCES["edit"])
+    assert guard.find("Fine. Two hours I would gladly live again - leave the house and go see it!") is not None
+    assert guard.find(f"Nice film. {LEAK}") is not None
+
+
 def test_half_flip_is_repaired_once(voted_project, stub, tmp_path):
     _dataset_with_vote(voted_project, tmp_path)
     sent = []
