@@ -34,6 +34,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from engine.verification.checks import residual_of
 from widgets.diff_view import DiffView, diff_html
 from widgets.models.candidates_model import CandidatesProxy, CandidatesTableModel, edited_field
 from widgets.triples_view import SentenceRow, TriplesView
@@ -137,8 +138,6 @@ def candidate_html(candidate: dict[str, Any]) -> str:
         new = candidate.get(field)
         if new is None:
             continue
-        from engine.verification.checks import residual_of
-
         left = (residual_of(meta, scores) or []) if field == "text" else []
         label = str(meta.get("original_label") or "the original label")
         parts.append(f"<p style='color:#555; margin-bottom:0'><b>{esc(field)}</b></p>"
