@@ -112,6 +112,14 @@ def label_rating_sides(project: Project, dataset_id: int, *, field: str | None =
     return _from_labelled(project, dataset_id, field, "rating sides", rating_sides)
 
 
+def label_vocabulary(project: Project, dataset_id: int, *, field: str | None = None) -> frozenset[str]:
+    """The words of at least two texts of a dataset version's train split (:func:`engine.text.lexicon.corpus_words`;
+    the ``coined-word`` check's own words), cached per process."""
+    from engine.text.lexicon import corpus_words
+
+    return _from_labelled(project, dataset_id, field, "vocabulary", lambda texts, labels: corpus_words(texts))
+
+
 def _from_labelled(project: Project, dataset_id: int, field: str | None, kind: str,
                    compute: Callable[[list[str], list[str]], Any]) -> Any:
     """``compute(texts, labels)`` over the train split's labelled rows (else every labelled row), cached."""

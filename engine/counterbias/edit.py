@@ -12,7 +12,7 @@ Everything here works on plain strings: no I/O, no LLM.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +20,7 @@ from engine.counterbias.leak import LeakGuard
 from engine.counterbias.manipulate import lemma, word_keys
 from engine.text import normalize, segment
 from engine.text.distance import word_edit_distance
+from engine.text.lexicon import ENGLISH_SHARE, coined_words, english_share
 from engine.text.words import FUNCTION_WORDS, LEXICAL_KINDS
 
 __all__ = [
@@ -224,13 +225,15 @@ def _wrong_words(new: str, sentence: str, strong: Mapping[str, float]) -> list[s
 
 def check_sentence(new: str, sentence: str, keep: Sequence[str], *, guard: LeakGuard | None = None,
                    original_text: str = "", labels: Sequence[str] = (), others: Sequence[str] = (),
-                   lean: Callable[[str], float] | None = None, target: str = "") -> Check | None:
+                   lean: Callable[[str], float] | None = None, target: str = "",
+                   known: Collection[str] = ()) -> Check | None:
     """Why an edited sentence cannot be used, or ``None`` when it can.
 
     ``sentence`` is the sentence sent for editing, ``keep`` the words it must still contain,
     ``original_text`` the whole original (phrases of it never count as a leak), ``others`` the
     text's sentences (an answer that repeats another one of them, or is closer to another than
-    to ``sentence``, edited the wrong sentence: small models copy the context).
+    to ``sentence``, edited the wrong sentence: small models copy the context), ``known`` the dataset's words,
+    accepted besides the English word list when new words are looked up (a made-up word, "whitemailed", is refused).
 
     Examples
     --------
@@ -267,6 +270,11 @@ def check_sentence(new: str, sentence: str, keep: Sequence[str], *, guard: LeakG
         leaked = guard.find(new, original_text)
         if leaked:
             return Check("prompt leak", f'It copies "{leaked}" from the examples, which do not belong to this text.')
+    coined = coined_words(new, original_text or sentence, known=known)
+    if coined and english_share(original_text or sentence) >= ENGLISH_SHARE:
+        named = " and ".join(f'"{w}"' for w in coined[:2])
+        return Check("coined word", f"{named} {'are' if len(coined[:2]) > 1 else 'is'} not an English word. Use real "
+                     "words.")
     if lean is not None and lean(new) - lean(sentence) < -MAX_WRONG_LEAN:
         wrong = _wrong_words(new, sentence, getattr(lean, "strong", {}))
         named = ", ".join(f'"{w}"' for w in wrong[:4]) or "its new words"

@@ -73,7 +73,7 @@ from contextlib import closing, nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from engine.attribution.word_prior import label_rating_sides, label_word_z
+from engine.attribution.word_prior import label_rating_sides, label_vocabulary, label_word_z
 from engine.counterbias.edit import (
     FUNCTION_WORDS,
     Check,
@@ -199,6 +199,8 @@ class Slot:
     cues: dict[str, float] = field(default_factory=dict)
     #: Which label goes with which end of a rating scale ("10/10"): :func:`~engine.text.ratings.rating_sides`.
     sides: dict[str, str] = field(default_factory=dict)
+    #: The dataset's words, accepted besides the English word list when an edit's new words are looked up.
+    vocabulary: frozenset[str] = frozenset()
     #: Word z-statistics toward the target label: principal words this high already speak for it.
     target_z: dict[str, float] = field(default_factory=dict)
 
@@ -348,11 +350,13 @@ def generate_counterbias(
             if settings.mode == "edit":
                 by_label = label_word_z(project, dataset.id)
                 sides = label_rating_sides(project, dataset.id, field="text") if "text" in dataset.text_fields else {}
+                vocabulary = label_vocabulary(project, dataset.id)
                 lean = polar_fn is None or settings.edit_moved <= 0
                 for slot in slots:
                     slot.cues = by_label.get(str(slot.example["label"]), {})
                     slot.target_z = by_label.get(slot.target, {})
                     slot.sides = sides
+                    slot.vocabulary = vocabulary
                     if lean and slot.target in by_label:
                         # without the members' reading of each sentence, the labels' word z-statistics say whether
                         # an edited sentence leans further from its target than before (a cruder test: it
@@ -742,7 +746,8 @@ def _read_answer(slot: Slot, plan: FieldPlan, edit: SentenceEdit, answer: ChatRe
     edit.raw.append(answer.text)
     new = clean_sentence(answer.text, edit.sentence)
     problem = check_sentence(new, edit.sentence, edit.keep, guard=guard, original_text=plan.original,
-                             labels=labels, others=plan.others, lean=slot.lean, target=slot.target)
+                             labels=labels, others=plan.others, lean=slot.lean, target=slot.target,
+                             known=slot.vocabulary)
     if problem is None and plan.field == "text" and slot.sides:
         problem = _rating_kept(new, slot)
     return new, problem

@@ -38,12 +38,13 @@ from engine.progress import CancelToken, ProgressFn, ensure_token, no_progress
 if TYPE_CHECKING:
     from engine.store.project import Project
 
-__all__ = ["CandidateFilter", "dataset_rating_sides", "ensemble_labels", "flip_rates", "judge_candidates"]
+__all__ = ["CandidateFilter", "dataset_rating_sides", "dataset_vocabulary", "ensemble_labels", "flip_rates",
+           "judge_candidates"]
 
 
 #: Checks every accept rule requires by default besides the flip, spurious-word and agreement checks.
 DEFAULT_CHECKS = ("prompt-echo", "prompt-leak", "refusal", "bare-label", "label-named", "commentary", "formatting",
-                  "truncation", "copy", "rating", "pattern", "llm-judge", "residual")
+                  "truncation", "copy", "coined-word", "rating", "pattern", "llm-judge", "residual")
 
 
 @dataclass(frozen=True)
@@ -151,6 +152,7 @@ def judge_candidates(
     originals = _originals(project, rows)
     labels = labels or _dataset_labels(project, rows)
     sides = dataset_rating_sides(project, rows)
+    vocabulary = dataset_vocabulary(project, rows)
     results: dict[int, dict[str, Any]] = {}
     for j, row in enumerate(rows):
         meta = json.loads(row["meta"] or "{}")
@@ -184,7 +186,7 @@ def judge_candidates(
         if old.get("judged_text_sha1") == sha1:  # the same text: the LLM's answers hold
             scores.update({k: old[k] for k in ("llm_judge", "residual") if old.get(k)})
         scores["verdicts"] = verdicts_for(row, meta, scores, originals.get(int(row["example_id"]), {}), labels, rule,
-                                          sides)
+                                          sides, vocabulary)
         scores["passes"] = rule.passes(scores)
         results[int(row["id"])] = scores
     project.writer.run(_store_scores, results)
@@ -194,11 +196,13 @@ def judge_candidates(
 
 def verdicts_for(row: dict[str, Any], meta: dict[str, Any], scores: dict[str, Any], original: dict[str, Any],
                  labels: Sequence[str], rule: CandidateFilter,
-                 rating_sides: dict[str, str] | None = None) -> dict[str, dict[str, str]]:
+                 rating_sides: dict[str, str] | None = None,
+                 vocabulary: frozenset[str] = frozenset()) -> dict[str, dict[str, str]]:
     """Every registered check's verdict on one candidate row (``{name: {"status", "reason"}}``).
 
     ``rating_sides``: which label goes with which end of a rating scale in the dataset
-    (:func:`dataset_rating_sides`); ``None`` skips the rating check.
+    (:func:`dataset_rating_sides`); ``None`` skips the rating check. ``vocabulary``: the dataset's words
+    (:func:`dataset_vocabulary`), which the ``coined-word`` check accepts besides the English word list.
     """
     from engine.verification.checks import Subject, run_checks
 
@@ -208,7 +212,7 @@ def verdicts_for(row: dict[str, Any], meta: dict[str, Any], scores: dict[str, An
         original={f: original.get(f) or "" for f in edited}, new={f: row.get(f) or "" for f in edited},
         labels=list(labels) or [row["target_label"], str(meta.get("original_label") or "")],
         target=row["target_label"], original_label=str(meta.get("original_label") or ""), scores=scores, meta=meta,
-        mode=str(meta.get("mode") or "edit"), rating_sides=rating_sides or {})
+        mode=str(meta.get("mode") or "edit"), rating_sides=rating_sides or {}, vocabulary=vocabulary)
     return {name: v.to_dict() for name, v in run_checks(subject, rule).items()}
 
 
@@ -217,14 +221,31 @@ def dataset_rating_sides(project: Project, rows: Sequence[dict[str, Any]]) -> di
     candidates' originals first belong to; empty for pairs (NLI) or a dataset without ``text``."""
     from engine.attribution.word_prior import label_rating_sides
 
+    found = _text_dataset(project, rows)
+    return {} if found is None else label_rating_sides(project, found, field="text")
+
+
+def dataset_vocabulary(project: Project, rows: Sequence[dict[str, Any]]) -> frozenset[str]:
+    """The words (:func:`~engine.attribution.word_prior.label_vocabulary`) of the dataset the candidates' originals
+    first belong to, which the ``coined-word`` check accepts; its last text field for pairs."""
+    from engine.attribution.word_prior import label_vocabulary
+
+    found = _first_dataset(project, rows)
+    return frozenset() if found is None else label_vocabulary(project, found)
+
+
+def _first_dataset(project: Project, rows: Sequence[dict[str, Any]]) -> int | None:
     if not rows:
-        return {}
+        return None
     found = list(project.db.query(
         "SELECT d.id FROM datasets d JOIN dataset_members m ON m.dataset_id = d.id WHERE m.example_id = ? "
         "ORDER BY d.id LIMIT 1", [int(rows[0]["example_id"])]))
-    if not found or "text" not in project.dataset(int(found[0]["id"])).text_fields:
-        return {}
-    return label_rating_sides(project, int(found[0]["id"]), field="text")
+    return int(found[0]["id"]) if found else None
+
+
+def _text_dataset(project: Project, rows: Sequence[dict[str, Any]]) -> int | None:
+    found = _first_dataset(project, rows)
+    return found if found is not None and "text" in project.dataset(found).text_fields else None
 
 
 def _originals(project: Project, rows: Sequence[dict[str, Any]]) -> dict[int, dict[str, Any]]:

@@ -21,6 +21,7 @@ Built-in checks
 ``formatting``       no markdown or list formatting the original lacks
 ``truncation``       the text is complete
 ``copy``             the text differs from the original in its words
+``coined-word``      no made-up word: every new word is in an English word list or the dataset's texts
 ``rating``           no rating ("9/10") that goes with another label than the target (when the train split
                      ties the ends of a rating scale to labels, :mod:`engine.text.ratings`)
 ``pattern``          the example's symbolic pattern still matches (when the candidate has one)
@@ -94,6 +95,9 @@ class Subject:
     rating_sides
         Which label goes with which end of a rating scale in the dataset (``{label: "high"|"low"}``,
         :func:`engine.attribution.word_prior.label_rating_sides`); empty: the ``rating`` check is skipped.
+    vocabulary
+        Words of the dataset's texts (lowercase, :func:`engine.text.lexicon.corpus_words`), accepted by the
+        ``coined-word`` check besides the English word list.
     """
 
     original: Mapping[str, str]
@@ -105,6 +109,7 @@ class Subject:
     meta: Mapping[str, Any] = field(default_factory=dict)
     mode: str = "edit"
     rating_sides: Mapping[str, str] = field(default_factory=dict)
+    vocabulary: frozenset[str] = frozenset()
 
     def pairs(self) -> list[tuple[str, str]]:
         """``(new, original)`` of each changed field."""
@@ -120,7 +125,7 @@ CHECKS: Registry[Check] = Registry(
         ("label-flip", "label_flip"), ("soft-flip", "soft_flip"), ("member-agreement", "member_agreement"),
         ("spurious-kept", "spurious_kept"), ("prompt-echo", "prompt_echo"), ("prompt-leak", "prompt_leak"),
         ("refusal", "refusal"), ("bare-label", "bare_label"), ("label-named", "label_named"), ("commentary", "commentary"), ("formatting", "formatting"),
-        ("truncation", "truncation"), ("copy", "copy"), ("rating", "rating"), ("pattern", "pattern"),
+        ("truncation", "truncation"), ("copy", "copy"), ("coined-word", "coined_word"), ("rating", "rating"), ("pattern", "pattern"),
         ("llm-judge", "llm_judge"), ("residual", "residual"))},
 )
 
@@ -131,7 +136,7 @@ TITLES = {
     "prompt-leak": "No few-shot leak", "refusal": "No refusal", "bare-label": "Not a bare label", "label-named": "Expresses the label, does not name it",
     "commentary": "A text, not a comment on it",
     "formatting": "No markdown/list formatting", "truncation": "Complete (not truncated)",
-    "copy": "Not a copy of the original", "rating": "Rating fits the target", "pattern": "Symbolic pattern kept", "llm-judge": "LLM judge agrees",
+    "copy": "Not a copy of the original", "coined-word": "No made-up words", "rating": "Rating fits the target", "pattern": "Symbolic pattern kept", "llm-judge": "LLM judge agrees",
     "residual": "No sentence left for the original label",
 }
 
@@ -239,6 +244,10 @@ def truncation(subject: Subject, criteria: CandidateFilter) -> Verdict:
 
 def copy(subject: Subject, criteria: CandidateFilter) -> Verdict:
     return _each(subject, heuristics.copy)
+
+
+def coined_word(subject: Subject, criteria: CandidateFilter) -> Verdict:
+    return _each(subject, lambda new, original: heuristics.coined_word(new, original, subject.vocabulary))
 
 
 def rating(subject: Subject, criteria: CandidateFilter) -> Verdict:

@@ -18,7 +18,9 @@ models in ``tests/fixtures/llm_outputs``:
 * :func:`truncation` — the text stops mid-sentence (no closing punctuation where the original
   had one, a dangling "and"/"the" or comma at the end) or lost most of its length;
 * :func:`copy` — the text is the original again (nothing but case, spacing or punctuation
-  changed).
+  changed);
+* :func:`coined_word` — a word that is in no English word list and not in the dataset
+  ("whitemailed" for "blackmailed", :mod:`engine.text.lexicon`).
 
 Examples
 --------
@@ -33,11 +35,12 @@ True
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from engine.text.distance import word_edit_distance
 
-__all__ = ["bare_label", "commentary", "copy", "formatting", "label_named", "prompt_echo", "refusal", "truncation"]
+__all__ = ["bare_label", "coined_word", "commentary", "copy", "formatting", "label_named", "prompt_echo", "refusal",
+           "truncation"]
 
 # ----------------------------------------------------------------------------- prompt echo
 
@@ -308,3 +311,25 @@ def copy(new: str, original: str) -> str | None:
     if _words(new) == _words(original) or (original and word_edit_distance(original, new) <= COPY_DISTANCE):
         return "same words as the original"
     return None
+
+
+def coined_word(new: str, original: str, known: Collection[str] = frozenset()) -> str | None:
+    """A word of ``new`` that is not in ``original``, an English word list or ``known`` (the dataset's words):
+    a word the model made up (:func:`engine.text.lexicon.coined_words`). Not judged for a text that is not
+    mostly English.
+
+    Examples
+    --------
+    >>> coined_word("The villain whitemailed the mayor.", "The villain blackmailed the mayor.")
+    'made-up word "whitemailed"'
+    >>> coined_word("The villain flattered the mayor.", "The villain blackmailed the mayor.") is None
+    True
+    """
+    from engine.text.lexicon import ENGLISH_SHARE, coined_words, english_share
+
+    if english_share(original) < ENGLISH_SHARE:
+        return None
+    found = coined_words(new, original, known=known)
+    if not found:
+        return None
+    return "made-up word" + "s" * (len(found) > 1) + " " + ", ".join(f'"{w}"' for w in found[:3])

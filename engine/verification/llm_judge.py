@@ -117,6 +117,7 @@ def llm_judge_candidates(
         _originals,
         _store_scores,
         dataset_rating_sides,
+        dataset_vocabulary,
         verdicts_for,
     )
     from engine.llm.base import ChatRequest, ChatResult
@@ -158,6 +159,7 @@ def llm_judge_candidates(
     progress(0.97, "LLM judge: sentences read")
     originals = _originals(project, rows)
     sides = dataset_rating_sides(project, rows)
+    vocabulary = dataset_vocabulary(project, rows)
     model = f"{chat_backend.name}:{chat_backend.model}"
     for row, meta, outcome in zip(rows, metas, answers, strict=True):
         cid = int(row["id"])
@@ -178,7 +180,7 @@ def llm_judge_candidates(
         if cid in residual:
             scores["residual"] = {"sentences": residual[cid], "model": model}
         scores["verdicts"] = verdicts_for(row, meta, scores, originals.get(int(row["example_id"]), {}), labels, rule,
-                                          sides)
+                                          sides, vocabulary)
         scores["passes"] = rule.passes(scores)
         result.scores[cid] = scores
     project.writer.run(_store_scores, result.scores)

@@ -206,6 +206,34 @@ def test_prompt_leak_twice_fails_with_its_reason(voted_project, stub, tmp_path):
     assert len(result.failed) == 1 and rows[0]["meta"]["error"]["reason"] == "prompt leak"
 
 
+def test_a_made_up_word_is_refused_then_repaired(voted_project, stub, tmp_path):
+    """The bundled model once turned "blackmailed" into "whitemailed": a new word in no English word list and in
+    no text of the dataset is sent back once, named, and the repair is taken."""
+    _dataset_with_vote(voted_project, tmp_path)
+    sent = []
+    reply = _dropping(lambda s: s.replace("great", "grotsome"), edit_sentence)
+    server = stub(reply=lambda body: sent.append(body) or reply(body))
+    result, rows = _run(voted_project, server, swap_gender=False)
+    assert len(result.created) == 1 and "grotsome" not in rows[0]["text"] and "The plot is awful" in rows[0]["text"]
+    assert rows[0]["meta"]["fields"][0]["edits"][0]["problems"] == ["coined word"]
+    repairs = [b for b in sent if "cannot be used" in b["messages"][-1]["content"]]
+    assert len(repairs) == 1 and '"grotsome" is not an English word' in repairs[0]["messages"][-1]["content"]
+
+
+def test_a_word_of_the_dataset_is_not_made_up(voted_project, stub, tmp_path):
+    """Slang the dataset's texts use (in two of them) counts as a word, though no dictionary lists it."""
+    _dataset_with_vote(voted_project, tmp_path, more=[("Utterly grotsome.", "Negative"),
+                                                       ("A grotsome mess.", "Negative")])
+    server = stub(reply=_dropping(lambda s: s.replace("great", "grotsome"), edit_sentence))
+    result, rows = _run(voted_project, server, swap_gender=False, edit_moved=0)  # three rows say little of "moved"
+    assert len(result.created) == 1 and "The plot is grotsome" in rows[0]["text"]
+    assert rows[0]["meta"]["fields"][0]["edits"][0]["problems"] == []
+    from engine.counterbias import judge_candidates
+
+    assert judge_candidates(voted_project, result.created, [])[result.created[0]]["verdicts"]["coined-word"] == {
+        "status": "pass", "reason": ""}
+
+
 def test_leak_guard_reads_the_prompt_examples():
     guard = LeakGuard.from_prompts(["edit_sentence"])
     assert guard.find(f"Nice film. {LEAK}") is not None

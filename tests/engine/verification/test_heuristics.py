@@ -167,3 +167,19 @@ def test_label_judged_needs_a_check_that_reads_the_label():
 ])
 def test_label_named(new, original, labels, named):
     assert (heuristics.label_named(new, original, labels) is not None) is named
+
+
+def test_coined_word_check_reads_the_dataset_vocabulary():
+    from engine.counterbias.verify import CandidateFilter
+    from engine.text.lexicon import english_words
+
+    if english_words() is None:
+        pytest.skip("pyspellchecker is not installed")
+    new, original = {"text": "The villain whitemailed the mayor."}, {"text": "The villain blackmailed the mayor."}
+    subject = Subject(original=original, new=new, labels=LABELS, target="Negative", original_label="Positive")
+    verdict = run_checks(subject, CandidateFilter(), ["coined-word"])["coined-word"]
+    assert verdict.status == "fail" and verdict.reason == 'made-up word "whitemailed"'
+    assert "coined-word" in CandidateFilter().required()
+    slang = Subject(original=original, new=new, labels=LABELS, target="Negative", original_label="Positive",
+                    vocabulary=frozenset({"whitemailed"}))
+    assert run_checks(slang, CandidateFilter(), ["coined-word"])["coined-word"].status == "pass"
