@@ -100,7 +100,7 @@ from engine.counterbias.manipulate import (
 )
 from engine.counterbias.sentence_reading import create_reader, residual_sentences
 from engine.counterbias.settings import GenerateSettings, GenerationConfigError, targets_for
-from engine.counterbias.triple_store import load_triples
+from engine.counterbias.triple_store import current_rows, load_triples
 from engine.counterbias.triples import extract_triples
 from engine.llm.base import ChatBackend, ChatRequest, ChatResult, Failure, Usage
 from engine.llm.cache import CachedClient
@@ -1327,8 +1327,7 @@ def _mark_triples(conn: sqlite3.Connection, example_id: int, plans: Sequence[Fie
     for plan in plans:
         if not plan.categories:
             continue
-        rows = conn.execute("SELECT id FROM triples WHERE example_id = ? AND field = ? ORDER BY sentence_index, ord",
-                            (example_id, plan.field)).fetchall()
+        rows = [r["id"] for r in current_rows(conn, example_id) if r["field"] == plan.field]  # load_triples' order
         if len(rows) == len(plan.categories):
             conn.executemany("UPDATE triples SET category = ? WHERE id = ?",
-                             [(c, r[0]) for c, r in zip(plan.categories, rows, strict=True)])
+                             [(c, r) for c, r in zip(plan.categories, rows, strict=True)])

@@ -3,7 +3,11 @@
 Rows are written by the triple extraction job (:mod:`engine.counterbias.triples`, through
 :func:`insert_triples` on the project's writer) and by :func:`replace_triples` when the
 analyst edits a sentence's triples. Sentences are numbered as
-:func:`engine.text.sentences.split_sentences` splits the field.
+:func:`engine.text.sentences.split_sentences` splits the field; each row records the splitter's
+version it was numbered with (``splitter``), and rows of an older version are read with the
+current numbering (:func:`engine.text.sentences.regroup`: a triple of a glued sentence that is now
+two goes to the part that holds most of its words). An edit of an example's triples stores all its
+rows with the current numbering.
 """
 
 from __future__ import annotations
@@ -12,12 +16,12 @@ import json
 import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from engine.errors import CounterbiasError
 from engine.llm.triple_format import Triple
 from engine.store.schema import now
-from engine.text.sentences import split_sentences
+from engine.text.sentences import SPLITTER_VERSION, regroup, split_sentences
 
 if TYPE_CHECKING:
     from engine.store.project import Project
@@ -27,6 +31,7 @@ __all__ = [
     "TripleEditError",
     "TripleRecord",
     "TriplesEdit",
+    "current_rows",
     "examples_with_triples",
     "insert_triples",
     "load_triple_records",
@@ -124,13 +129,13 @@ def insert_triples(
         return 0
     stamp = now()
     rows = [
-        (run_id, example_id, field, index, ord_, t.subject, t.predicate, t.object, stamp)
+        (run_id, example_id, field, index, ord_, t.subject, t.predicate, t.object, stamp, SPLITTER_VERSION)
         for field, index, triples in sentences
         for ord_, t in enumerate(triples)
     ]
     conn.executemany(
-        "INSERT INTO triples (run_id, example_id, field, sentence_index, ord, subject, predicate, object, created_at) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO triples (run_id, example_id, field, sentence_index, ord, subject, predicate, object, created_at, "
+        "splitter) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         rows,
     )
     return len(rows)
@@ -139,14 +144,57 @@ def insert_triples(
 # ---------------------------------------------------------------------------- reading
 
 
+_COLUMNS = "id, field, sentence_index, ord, subject, predicate, object, category, edited, splitter"
+
+
+def current_rows(db: Any, example_id: int) -> list[dict[str, Any]]:
+    """An example's triple rows (``id``, ``field``, ``sentence_index``, ``ord``, parts, ``category``, ``edited``,
+    ``old_index``), numbered as the current splitter numbers its sentences, in order of field, sentence and
+    position. ``db``: a connection (the writer's) or the project's read side (``project.db``)."""
+    rows = [dict(zip(_COLUMNS.split(", "), r, strict=True)) for r in db.execute(
+        f"SELECT {_COLUMNS} FROM triples WHERE example_id = ? ORDER BY field, sentence_index, ord", [int(example_id)])]
+    for row in rows:
+        row["old_index"] = row["sentence_index"]
+    old = [r for r in rows if int(r["splitter"]) < SPLITTER_VERSION]
+    if old:
+        found = db.execute("SELECT text, premise, hypothesis FROM examples WHERE id = ?", [int(example_id)]).fetchone()
+        texts = dict(zip(("text", "premise", "hypothesis"), found or ("", "", ""), strict=True))
+        for (field, version), mine in _groups(old).items():
+            groups = regroup(texts.get(field) or "", version)
+            if groups is None:
+                continue
+            sentences = split_sentences(texts.get(field) or "")
+            for row in mine:
+                row["sentence_index"] = _new_index(row, groups, sentences)
+    rows.sort(key=lambda r: (r["field"], r["sentence_index"], r["old_index"] != r["sentence_index"], r["ord"]))
+    return rows
+
+
+def _groups(rows: Sequence[dict[str, Any]]) -> dict[tuple[str, int], list[dict[str, Any]]]:
+    out: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    for row in rows:
+        out.setdefault((row["field"], int(row["splitter"])), []).append(row)
+    return out
+
+
+def _new_index(row: dict[str, Any], groups: Sequence[Sequence[int]], sentences: Sequence[str]) -> int:
+    """The current index of an older-numbered row: the part of its sentence holding most of its words."""
+    index = int(row["sentence_index"])
+    if index >= len(groups):  # past the old sentences: keep its distance to the end
+        return index + (groups[-1][-1] - (len(groups) - 1) if groups else 0)
+    parts = groups[index]
+    words = {w.lower() for part in (row["subject"], row["object"]) for w in str(part).split()}
+
+    def overlap(i: int) -> int:
+        return len(words & {w.lower().strip(".,!?;:\"'()") for w in sentences[i].split()}) if i < len(sentences) else 0
+
+    return max(parts, key=lambda i: (overlap(i), -i))
+
+
 def load_triples(project: Project, example_id: int) -> dict[str, list[list[Triple]]]:
     """Stored triples of one example: ``{field: [sentence 0 triples, sentence 1 triples, …]}``."""
     out: dict[str, list[list[Triple]]] = {}
-    for row in project.db.query(
-        "SELECT field, sentence_index, subject, predicate, object FROM triples WHERE example_id = ? "
-        "ORDER BY field, sentence_index, ord",
-        [example_id],
-    ):
+    for row in current_rows(project.db, example_id):
         sentences = out.setdefault(row["field"], [])
         while len(sentences) <= row["sentence_index"]:
             sentences.append([])
@@ -159,11 +207,7 @@ def load_triple_records(project: Project, example_id: int) -> list[TripleRecord]
     return [
         TripleRecord(row["field"], int(row["sentence_index"]), int(row["ord"]),
                      Triple(row["subject"], row["predicate"], row["object"]), row["category"], bool(row["edited"]))
-        for row in project.db.query(
-            "SELECT field, sentence_index, ord, subject, predicate, object, category, edited FROM triples "
-            "WHERE example_id = ? ORDER BY field, sentence_index, ord",
-            [int(example_id)],
-        )
+        for row in current_rows(project.db, example_id)
     ]
 
 
@@ -225,26 +269,28 @@ def replace_triples(
             raise TripleEditError(f"Triple {number} contains '|', which separates the parts in prompts.",
                                   "Remove the '|' characters.")
         clean.append(Triple(*parts))
-    stored_max = project.db.execute(
-        "SELECT MAX(sentence_index) FROM triples WHERE example_id = ? AND field = ?", [int(example_id), field]
-    ).fetchone()[0]
+    current = current_rows(project.db, int(example_id))
+    stored_max = max((r["sentence_index"] for r in current if r["field"] == field), default=None)
     limit = max(len(split_sentences(rows[0].get(field) or "")), -1 if stored_max is None else int(stored_max) + 1)
     if not 0 <= int(sentence_index) < limit:
         raise TripleEditError(f"Sentence {int(sentence_index) + 1} does not exist in the {field} of example "
                               f"{example_id} ({limit} sentences).", "Pick one of the example's sentences.")
-    discarded = project.writer.run(_replace_triples, int(example_id), field, int(sentence_index), clean)
+    # rows numbered by an older splitter are stored with the numbering the analyst saw
+    renumber = [(int(r["sentence_index"]), int(r["id"])) for r in current if int(r["splitter"]) < SPLITTER_VERSION]
+    discarded = project.writer.run(_replace_triples, int(example_id), field, int(sentence_index), clean, renumber)
     return TriplesEdit(len(clean), discarded)
 
 
 def _replace_triples(conn: sqlite3.Connection, example_id: int, field: str, sentence_index: int,
-                     triples: Sequence[Triple]) -> list[int]:
+                     triples: Sequence[Triple], renumber: Sequence[tuple[int, int]] = ()) -> list[int]:
+    conn.executemany(f"UPDATE triples SET sentence_index = ?, splitter = {SPLITTER_VERSION} WHERE id = ?", renumber)
     conn.execute("DELETE FROM triples WHERE example_id = ? AND field = ? AND sentence_index = ?",
                  (example_id, field, sentence_index))
     stamp = now()
     conn.executemany(
         "INSERT INTO triples (run_id, example_id, field, sentence_index, ord, subject, predicate, object, edited, "
-        "created_at) VALUES (NULL, ?, ?, ?, ?, ?, ?, ?, 1, ?)",
-        [(example_id, field, sentence_index, i, t.subject, t.predicate, t.object, stamp)
+        "created_at, splitter) VALUES (NULL, ?, ?, ?, ?, ?, ?, ?, 1, ?, ?)",
+        [(example_id, field, sentence_index, i, t.subject, t.predicate, t.object, stamp, SPLITTER_VERSION)
          for i, t in enumerate(triples)],
     )
     marks = ",".join("?" * len(UNDECIDED))

@@ -348,10 +348,11 @@ def retrieve_for_examples(
     cancel = ensure_token(cancel)
     key = f"{retriever.settings_key}-k{k}" + (f"-mmr{diversity:g}" if diversity > 0 else "")
     queries = _queries(project, example_ids, field, per_sentence)
-    done = {(int(r[0]), int(r[1])) for r in project.db.execute(
-        "SELECT example_id, sentence_index FROM retrievals WHERE corpus_id = ? AND settings_key = ?",
+    # a stored query of another text (a sentence numbered by an older splitter) is asked again
+    done = {(int(r[0]), int(r[1]), r[2]) for r in project.db.execute(
+        "SELECT example_id, sentence_index, query FROM retrievals WHERE corpus_id = ? AND settings_key = ?",
         [retriever.corpus.id, key]).fetchall()}
-    todo = [q for q in queries if (q["example_id"], q["sentence_index"]) not in done]
+    todo = [q for q in queries if (q["example_id"], q["sentence_index"], q["query"]) not in done]
     for q in todo:
         retriever.label_index(q["label"])  # a foreign label fails before any work
     computed = 0

@@ -376,6 +376,11 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX annotation_scores_dataset ON annotation_scores(dataset_id, setup_key);
     """,
+    # 10: the sentence splitter's version each triple was numbered with (engine.text.sentences.SPLITTER_VERSION):
+    # version 2 cuts glued sentences ("won.It") apart, so a version-1 index is read through regroup().
+    """
+    ALTER TABLE triples ADD COLUMN splitter INTEGER NOT NULL DEFAULT 1;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

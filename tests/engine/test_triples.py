@@ -313,3 +313,30 @@ def test_real_small_model_runs_the_whole_job(project, tmp_path):
         assert len(again.skipped) == len(result.items) - len(failed)
     finally:
         backend.close()
+
+
+def test_triples_numbered_by_the_old_splitter_are_read_and_edited_with_the_new_numbering(project, tmp_path):
+    """A project whose triples were extracted before glued sentences were cut apart ("won.It"): the rows keep
+    their old index and splitter version 1; reading places each on the part of its sentence holding its words, and
+    an edit of the example stores every row with the new numbering."""
+    from engine.counterbias.triple_store import insert_triples, load_triple_records, replace_triples
+    from engine.text.sentences import split_sentences
+
+    src = tmp_path / "glued.csv"
+    src.write_text('text,label\n"Fine cast. The hero won.The villain lost badly. Bye now.",pos\nDull.,neg\n')
+    dataset = import_file(project, src).dataset
+    example = next(project.iter_examples(dataset.id))["id"]
+    assert split_sentences(project.examples([example])[0]["text"]) == [
+        "Fine cast.", "The hero won.", "The villain lost badly.", "Bye now."]
+    old = [("text", 0, [Triple("cast", "is", "fine")]),
+           ("text", 1, [Triple("The hero", "won", "the fight"), Triple("The villain", "lost", "badly")]),
+           ("text", 2, [Triple("I", "say", "bye now")])]
+    project.writer.run(insert_triples, None, example, old)
+    project.writer.run(lambda conn: conn.execute("UPDATE triples SET splitter = 1"))  # as stored before version 2
+    assert load_triples(project, example) == {"text": [
+        [Triple("cast", "is", "fine")], [Triple("The hero", "won", "the fight")],
+        [Triple("The villain", "lost", "badly")], [Triple("I", "say", "bye now")]]}
+    replace_triples(project, example, "text", 3, [Triple("Someone", "says", "bye")])
+    rows = project.db.execute("SELECT sentence_index, subject, splitter FROM triples ORDER BY sentence_index").fetchall()
+    assert [tuple(r) for r in rows] == [(0, "cast", 2), (1, "The hero", 2), (2, "The villain", 2), (3, "Someone", 2)]
+    assert [r.sentence_index for r in load_triple_records(project, example)] == [0, 1, 2, 3]

