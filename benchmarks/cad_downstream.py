@@ -62,6 +62,34 @@ def evaluate_and_print(project, conditions: list, classifier: str, seeds: int) -
           f"classifier {classifier})")
 
 
+def open_project(path: Path, *, imdb: bool = True):
+    """The downstream project at ``path``, created on first use: CAD train originals and revisions, IMDb extra
+    originals (``imdb``: the size control; needs ``imdb_maas``), and the three test sets, marked."""
+    from engine.evaluation.test_sets import mark_test_set
+    from engine.io import ImportOptions, import_file
+    from engine.store import Project
+
+    if path.exists():
+        return Project.open(path)
+    project = Project.create(path)
+    with tempfile.TemporaryDirectory() as tmp:
+        imports = [
+            ("cad-orig-train", DATA / "cad/sentiment/orig/train.tsv", "train"),
+            ("cad-new-train", DATA / "cad/sentiment/new/train.tsv", "train"),
+            *([("imdb-extra", _imdb_extra(Path(tmp)), "train")] if imdb else []),
+            ("cad-orig-dev", DATA / "cad/sentiment/orig/dev.tsv", "dev"),
+            ("cad-new-dev", DATA / "cad/sentiment/new/dev.tsv", "dev"),
+            ("contrast-dev", DATA / "contrast_sets_imdb/data/dev_contrast.tsv", "dev"),
+        ]
+        for name, source, split in imports:
+            r = import_file(project, source, options=ImportOptions(name=name, split=split))
+            print(f"imported {name}: {r.rows:,} rows {r.label_counts}", file=sys.stderr)
+    mark_test_set(project, "cad-orig-dev", "", "in-domain", "CAD dev orig")
+    mark_test_set(project, "cad-new-dev", "", "counterfactual", "CAD dev revised")
+    mark_test_set(project, "contrast-dev", "", "counterfactual", "contrast dev")
+    return project
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--project", type=Path, default=Path(tempfile.gettempdir()) / "cad_downstream.cbproj")
@@ -71,29 +99,8 @@ def main() -> None:
     args = parser.parse_args()
 
     from engine.evaluation.conditions import parse_condition
-    from engine.evaluation.test_sets import mark_test_set
-    from engine.io import ImportOptions, import_file
-    from engine.store import Project
 
-    fresh = not args.project.exists()
-    project = Project.create(args.project) if fresh else Project.open(args.project)
-    with project:
-        if fresh:
-            with tempfile.TemporaryDirectory() as tmp:
-                imports = [
-                    ("cad-orig-train", DATA / "cad/sentiment/orig/train.tsv", "train"),
-                    ("cad-new-train", DATA / "cad/sentiment/new/train.tsv", "train"),
-                    ("imdb-extra", _imdb_extra(Path(tmp)), "train"),
-                    ("cad-orig-dev", DATA / "cad/sentiment/orig/dev.tsv", "dev"),
-                    ("cad-new-dev", DATA / "cad/sentiment/new/dev.tsv", "dev"),
-                    ("contrast-dev", DATA / "contrast_sets_imdb/data/dev_contrast.tsv", "dev"),
-                ]
-                for name, path, split in imports:
-                    r = import_file(project, path, options=ImportOptions(name=name, split=split))
-                    print(f"imported {name}: {r.rows:,} rows {r.label_counts}", file=sys.stderr)
-            mark_test_set(project, "cad-orig-dev", "", "in-domain", "CAD dev orig")
-            mark_test_set(project, "cad-new-dev", "", "counterfactual", "CAD dev revised")
-            mark_test_set(project, "contrast-dev", "", "counterfactual", "contrast dev")
+    with open_project(args.project) as project:
         conditions = [
             parse_condition("D_ori=cad-orig-train"),
             parse_condition("+1707 IMDb originals=cad-orig-train+imdb-extra@1707"),

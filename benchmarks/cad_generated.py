@@ -12,8 +12,9 @@ continues where the last one stopped):
    default edit-mode generation with the bundled model, ``--chunk`` originals per call. The
    made candidates (one per original, labelled with their target) and the human revisions of
    the same originals are written to CSV.
-2. **evaluate** (``--evaluate``) — in the downstream project of ``benchmarks/cad_downstream.py``
-   (``--project``), the two CSVs become datasets and three conditions are trained over seeds:
+2. **evaluate** (``--evaluate``; ``--from-csv DIR`` evaluates the CSVs of an earlier generation, without
+   generating) — in the downstream project of ``benchmarks/cad_downstream.py`` (``--project``; created with
+   the originals and the test sets when missing), the two CSVs become datasets and three conditions are trained over seeds:
    D_ori (the 1,707 originals), D_ori + the generated candidates, D_ori + the human revisions of
    the same originals (the same count). Tested on CAD dev originals, CAD dev revisions and the
    contrast-set dev. ``--passing`` uses only the candidates the accept rule passes (their human
@@ -143,20 +144,16 @@ def generate(args: argparse.Namespace) -> tuple[Path, Path]:
 
 def evaluate(args: argparse.Namespace, gen_csv: Path, human_csv: Path) -> None:
     """Step 2: the downstream conditions in the cad_downstream project."""
-    from cad_downstream import evaluate_and_print
+    from cad_downstream import evaluate_and_print, open_project
 
     from engine.evaluation.conditions import parse_condition
     from engine.evaluation.diversity_report import pair_diversity
     from engine.io import ImportOptions, import_file
-    from engine.store import Project
 
     with open(gen_csv, encoding="utf-8", newline="") as f:
         n = sum(1 for _ in csv.DictReader(f))
-    if not args.project.exists():
-        raise SystemExit(f"{args.project} does not exist: run benchmarks/cad_downstream.py --project "
-                         f"{args.project} first (it imports the originals and the test sets)")
     tag = f"{n}{'-passing' if args.passing else ''}"
-    with Project.open(args.project) as project:
+    with open_project(args.project, imdb=False) as project:  # the size control is cad_downstream.py's row
         names = {d.name for d in project.datasets()}
         for name, src in ((f"generated-{tag}", gen_csv), (f"human-same-{tag}", human_csv)):
             if name not in names:
@@ -198,10 +195,16 @@ def main() -> None:
     parser.add_argument("--passing", action="store_true", help="only candidates the accept rule passes")
     parser.add_argument("--evaluate", action="store_true", help="also train and test the downstream conditions")
     parser.add_argument("--classifier", default="tfidf-lr")
+    parser.add_argument("--from-csv", type=Path, default=None,
+                        help="skip generation: evaluate generated.csv and human_same.csv of this folder (e.g. on a "
+                             "GPU machine without the LLM)")
     parser.add_argument("--seeds", type=int, default=3)
     args = parser.parse_args()
-    gen_csv, human_csv = generate(args)
-    if args.evaluate:
+    if args.from_csv is not None:
+        gen_csv, human_csv = args.from_csv / "generated.csv", args.from_csv / "human_same.csv"
+    else:
+        gen_csv, human_csv = generate(args)
+    if args.evaluate or args.from_csv is not None:
         evaluate(args, gen_csv, human_csv)
 
 
