@@ -10,7 +10,7 @@ HTML line breaks (IMDb's ``<br />``) always end a sentence.
 
 Sentences glued without a space ("I thought it won.It was fun", "Loved it!!The cast…") are cut
 apart too (version 2 of the splitter, :data:`SPLITTER_VERSION`): a run of ``.``, ``!`` or ``?``
-after a word of two or more lowercase letters, followed by a capital and a lowercase letter, ends a
+after a word of two or more lowercase letters, followed by a capital and a lowercase letter (or the word "I"), ends a
 sentence — never after a listed abbreviation ("vs.Godzilla"), and never inside a web address or
 a name such as "Mr.Smith" or "U.S.". About 5 % of CAD's IMDb reviews hold such a seam; spaCy
 splits some of them and not others. Version 1 (stored triples made before it, see
@@ -35,7 +35,7 @@ _ABBREV = "".join(rf"(?<!\b{re.escape(a)}\.)" for a in _ABBREVIATIONS)
 _REGEX_SPLIT = re.compile(r"(?<=[.!?])" + _ABBREV + r"[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])")
 #: A seam between glued sentences: the end of the first (group 1: its last word, 2 lowercase letters at least, and
 #: its closing marks) right before the capital that starts the next.
-_GLUE = re.compile(r"\b([A-Za-z]*[a-z]{2})[.!?]+([\"')\]]*)(?=[A-Z][a-z])")
+_GLUE = re.compile(r"\b([A-Za-z]*[a-z]{2})[.!?]+([\"')\]]*)(?=[A-Z][a-z]|I[\s'’])")
 _NOT_AFTER = {a.lower() for a in _ABBREVIATIONS}
 
 

@@ -79,10 +79,11 @@ def test_glued_sentences_are_cut_apart(spacy, monkeypatch):
     if not spacy:
         monkeypatch.setattr(nlp, "load_spacy", lambda: None)
     text = ('I thought it won.It was fun!!The cast? Fine. All hail the new king...."Down to Earth" is next. '
-            "See www.imdb.com, Mr.Smith, the U.S.A and Godzilla vs.Kong.")
+            "See www.imdb.com, Mr.Smith, the U.S.A and Godzilla vs.Kong. Not aired soon.I myself own it.")
     assert split_sentences(text) == [
         "I thought it won.", "It was fun!!", "The cast?", "Fine.", "All hail the new king....",
-        '"Down to Earth" is next.', "See www.imdb.com, Mr.Smith, the U.S.A and Godzilla vs.Kong."]
+        '"Down to Earth" is next.', "See www.imdb.com, Mr.Smith, the U.S.A and Godzilla vs.Kong.", "Not aired soon.",
+        "I myself own it."]
     assert len(split_sentences(text, version=1)) < len(split_sentences(text))
 
 
