@@ -92,7 +92,9 @@ def generate(args: argparse.Namespace) -> tuple[Path, Path]:
             chosen = random.Random(args.seed).sample(usable, min(args.originals, len(usable)))
         else:
             chosen = sorted(usable, key=lambda r: (len(r["text"]), r["id"]))[: args.originals]
-        ids = sorted(int(r["id"]) for r in chosen)
+        # in the order chosen (length or sample), not by id: CAD's files list one label first, so an id-ordered run
+        # stopped early (--minutes) would hold only edits toward one label
+        ids = [int(r["id"]) for r in chosen]
         originals = {int(r["id"]): r for r in chosen}
         words = sum(len(originals[i]["text"].split()) for i in ids) / max(len(ids), 1)
         print(f"{len(ids)} CAD train originals ({'seeded sample' if args.sample else 'shortest'}), "
