@@ -159,7 +159,9 @@ def evaluate(args: argparse.Namespace, gen_csv: Path, human_csv: Path) -> None:
         names = {d.name for d in project.datasets()}
         for name, src in ((f"generated-{tag}", gen_csv), (f"human-same-{tag}", human_csv)):
             if name not in names:
-                import_file(project, src, options=ImportOptions(name=name, split="train"))
+                # a partial run may hold edits toward one label only
+                import_file(project, src, options=ImportOptions(name=name, split="train",
+                                                                labels=("Negative", "Positive")))
         conditions = [
             parse_condition("D_ori=cad-orig-train"),
             parse_condition(f"+{n} generated=cad-orig-train+generated-{tag}"),

@@ -57,6 +57,9 @@ def _add_import(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--max-cell-chars", type=int, default=50_000)
     r.add_argument("--skip-empty-text", action="store_true", help="skip rows whose text is empty")
     r.add_argument("--skip-missing-labels", action="store_true", help="skip rows without a label")
+    r.add_argument("--labels", default="",
+                   help="comma-separated label set of a new dataset whose file holds only some labels (e.g. "
+                        "counterfactuals that all flip to one label)")
     p.set_defaults(run=_run_import)
 
 
@@ -98,6 +101,7 @@ def _run_import(args: argparse.Namespace, progress: StderrProgress, cancel: Canc
                 append_to=append_to,
                 skip_empty_text=args.skip_empty_text,
                 skip_missing_labels=args.skip_missing_labels,
+                labels=tuple(x.strip() for x in args.labels.split(",") if x.strip()),
             ),
             progress=progress,
             cancel=cancel,

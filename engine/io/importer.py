@@ -65,6 +65,9 @@ class ImportOptions:
     unescape_formulas
         Undo the export's spreadsheet escaping; ``None`` does so when the header carries our
         provenance columns.
+    labels
+        The task's label set for a new dataset whose file may hold only some of them (a set of
+        counterfactuals that all flip toward one label); without it a file with one class is refused.
     """
 
     name: str | None = None
@@ -73,6 +76,7 @@ class ImportOptions:
     skip_empty_text: bool = False
     skip_missing_labels: bool = False
     unescape_formulas: bool | None = None
+    labels: tuple[str, ...] = ()
 
 
 @dataclass
@@ -284,7 +288,7 @@ def import_file(
         if unescape is None:
             unescape = reader.options.format != "jsonl" and all(c in reader.header for c in PROVENANCE_COLUMNS)
         checks = RowChecks(mapping.label, mapping.id)
-        labels = _LabelSet(target.labels if target else None, checks)
+        labels = _LabelSet(target.labels if target else list(options.labels) or None, checks)
         counters = {"empty": 0, "missing": 0}
         batches = _batches(reader, mapping, options, labels, counters, unescape, cancel, progress,
                            project.writer.wait_for_ordinary, checks)
@@ -521,7 +525,8 @@ def _check_classes(labels: _LabelSet, rows: int, path: Path, mapping: ColumnMapp
         raise SingleClassError(
             f"the label column has a single class ({only!r}) in {rows:,} rows.",
             "A classification dataset needs at least two labels: check that the label column is mapped "
-            "correctly, or import a file that holds every class.",
+            "correctly, import a file that holds every class, or name the task's labels (import --labels "
+            "Negative,Positive) when the file holds one side of them on purpose.",
             location=Location(path.name, column=mapping.label),
         )
 

@@ -130,7 +130,15 @@ def test_empty_text(seeded, tmp_path):
 def test_single_class(seeded, tmp_path):
     path = _write(tmp_path, "oneclass.csv", "text,label\nnice,pos\ngreat,pos\n")
     exc = _fails(seeded, path, errors.SingleClassError, column="label")
-    assert "'pos'" in exc.message
+    assert "'pos'" in exc.message and "--labels" in exc.hint
+
+
+def test_single_class_with_the_label_set_named(seeded, tmp_path):
+    """Counterfactuals that all flip toward one label are a dataset of a two-label task."""
+    path = _write(tmp_path, "oneclass.csv", "text,label\nnice,pos\ngreat,pos\n")
+    result = import_file(seeded, path, options=ImportOptions(name="flipped", labels=("neg", "pos")))
+    assert result.rows == 2 and result.label_counts == {"pos": 2}
+    assert sorted(result.dataset.labels) == ["neg", "pos"]
 
 
 def test_missing_label(seeded, tmp_path):
