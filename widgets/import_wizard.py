@@ -128,11 +128,14 @@ class ImportWizard(QDialog):
             self.append_combo.addItem(f"append to {d.name} ({d.task})", d.id)
         self.skip_empty = QCheckBox("Skip rows with empty text")
         self.skip_missing = QCheckBox("Skip rows without a label")
+        self.labels_edit = QLineEdit(placeholderText="only if the file holds some of them, e.g. Negative, Positive")
+        self.labels_edit.setObjectName("import_labels")
         target = QGroupBox("Into")
         tform = QFormLayout(target)
         tform.addRow("Import into", self.append_combo)
         tform.addRow("Dataset name", self.name_edit)
         tform.addRow("Split (if no split column)", self.split_edit)
+        tform.addRow("Labels of the task", self.labels_edit)
         tform.addRow(self.skip_empty)
         tform.addRow(self.skip_missing)
 
@@ -214,6 +217,7 @@ class ImportWizard(QDialog):
                 append_to=self.append_combo.currentData(),
                 skip_empty_text=self.skip_empty.isChecked(),
                 skip_missing_labels=self.skip_missing.isChecked(),
+                labels=tuple(x.strip() for x in self.labels_edit.text().split(",") if x.strip()),
             ),
         )
 

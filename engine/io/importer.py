@@ -525,8 +525,8 @@ def _check_classes(labels: _LabelSet, rows: int, path: Path, mapping: ColumnMapp
         raise SingleClassError(
             f"the label column has a single class ({only!r}) in {rows:,} rows.",
             "A classification dataset needs at least two labels: check that the label column is mapped "
-            "correctly, import a file that holds every class, or name the task's labels (import --labels "
-            "Negative,Positive) when the file holds one side of them on purpose.",
+            "correctly, import a file that holds every class, or name the task's labels (Labels of the task in "
+            "the import dialog, import --labels Negative,Positive) when the file holds some of them on purpose.",
             location=Location(path.name, column=mapping.label),
         )
 

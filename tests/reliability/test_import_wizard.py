@@ -79,3 +79,25 @@ def test_window_lists_an_imports_warnings_after_it_finished(qtbot, tmp_path):
     assert "1 warning(s)" in window.statusBar().currentMessage()
     assert window.session.dataset.labels == ["neg", "pos"]
     window.close()
+
+
+def test_a_file_of_one_label_imports_with_the_label_set_named(qtbot, tmp_path):
+    """Counterfactuals that all flip toward one label: refused with CB211 and a hint to name the labels; with
+    them named in the dialog, the import runs and the dataset has both labels."""
+    from app.main_window import MainWindow
+    from app.settings import Settings
+
+    window = MainWindow(Settings())
+    qtbot.addWidget(window)
+    window.show()
+    window.session.new_project(tmp_path / "p.cbproj")
+    wizard = window.import_dialog(write(tmp_path, "flipped.csv", "text,label\ngood film,pos\nfine film,pos\n"))
+    wizard.import_button.click()
+    qtbot.waitUntil(lambda: "[CB211]" in wizard.error_label.text(), timeout=20_000)
+    assert "Labels of the task" in wizard.error_label.text()
+    wizard.labels_edit.setText("neg, pos")
+    with qtbot.waitSignal(window.jobs.finished, timeout=20_000):
+        wizard.import_button.click()
+    qtbot.waitUntil(lambda: window.session.dataset is not None, timeout=5_000)
+    assert window.session.dataset.labels == ["neg", "pos"]
+    window.close()
