@@ -20,7 +20,7 @@ from engine.counterbias.leak import LeakGuard
 from engine.counterbias.manipulate import lemma, word_keys
 from engine.text import normalize, segment
 from engine.text.distance import word_edit_distance
-from engine.text.lexicon import ENGLISH_SHARE, coined_words, english_share
+from engine.text.lexicon import coined_words
 from engine.text.words import FUNCTION_WORDS, LEXICAL_KINDS
 
 __all__ = [
@@ -271,7 +271,7 @@ def check_sentence(new: str, sentence: str, keep: Sequence[str], *, guard: LeakG
         if leaked:
             return Check("prompt leak", f'It copies "{leaked}" from the examples, which do not belong to this text.')
     coined = coined_words(new, original_text or sentence, known=known)
-    if coined and english_share(original_text or sentence) >= ENGLISH_SHARE:
+    if coined:
         named = " and ".join(f'"{w}"' for w in coined[:2])
         return Check("coined word", f"{named} {'are' if len(coined[:2]) > 1 else 'is'} not an English word. Use real "
                      "words.")

@@ -91,7 +91,8 @@ def is_known(word: str, english: frozenset[str], known: Iterable[str] = ()) -> b
 
 def coined_words(new: str, original: str, *, known: Iterable[str] = (),
                  english: frozenset[str] | None = None) -> list[str]:
-    """The words of ``new`` that are in neither ``original``, the word list nor ``known`` (see the module doc).
+    """The words of ``new`` that are in neither ``original``, the word list nor ``known`` (see the module doc);
+    none when ``original`` is not English (:func:`english_share` under :data:`ENGLISH_SHARE`).
 
     Parameters
     ----------
@@ -103,7 +104,7 @@ def coined_words(new: str, original: str, *, known: Iterable[str] = (),
         The word list (default: :func:`english_words`; without it nothing is coined).
     """
     english = english_words() if english is None else english
-    if not english:
+    if not english or english_share(original, english) < ENGLISH_SHARE:
         return []
     seen = {m.group(0).lower().replace("’", "'") for m in _WORD.finditer(original)}
     known = known if isinstance(known, (set, frozenset)) else set(known)

@@ -325,10 +325,8 @@ def coined_word(new: str, original: str, known: Collection[str] = frozenset()) -
     >>> coined_word("The villain flattered the mayor.", "The villain blackmailed the mayor.") is None
     True
     """
-    from engine.text.lexicon import ENGLISH_SHARE, coined_words, english_share
+    from engine.text.lexicon import coined_words
 
-    if english_share(original) < ENGLISH_SHARE:
-        return None
     found = coined_words(new, original, known=known)
     if not found:
         return None
