@@ -14,7 +14,7 @@ British ``-ise``/``-our`` spelled ``-ize``/``-or``) is known: in the English wor
 The word list is loaded once per process (≈ 0.2 s). Without the package, :func:`english_words`
 is ``None`` and nothing counts as coined.
 
-Measured (``/work``-side scripts, not shipped) on the 373 distinct candidates of the CoBA quality runs kept
+Measured (with scripts outside the repository) on the 373 distinct candidates of the CoBA quality runs kept
 from earlier work (the bundled Qwen2.5-Coder-1.5B editing CAD reviews; the dataset's words = CAD train): 12 are
 flagged, for five coinages ("whitemailed", "ridiculousity", "subcontext", "clemental", "mutant-embowelment"), no
 real word among them. On the CAD editors' own revisions (1,952 pairs) 165 are flagged: mostly typos ("masterpeice",
