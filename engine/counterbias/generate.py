@@ -288,7 +288,8 @@ def generate_counterbias(
     vote_set_id
         The vote giving W_p / W_s (default: the newest vote on this dataset or its parent).
     judge
-        Members judging the new candidates (default: the vote's members; ``()``: no judging).
+        Members judging the new candidates, each chunk as soon as it is stored (default: the vote's members;
+        ``()``: no judging).
     backend
         An existing backend to use instead of creating one (not closed here).
     chunk_size
@@ -362,7 +363,7 @@ def generate_counterbias(
                         # an edited sentence leans further from its target than before (a cruder test: it
                         # refused "not as solid as" -> "much stronger than")
                         slot.lean = label_lean(by_label[slot.target])
-            gen_progress = scaled(progress, 0.3, 0.9)
+            gen_progress = scaled(progress, 0.3, 1.0)
             gen_started = time.perf_counter()
             chunk_size = chunk_size or max(4, 2 * int(llm_config.concurrency))
             for start in range(0, len(slots), chunk_size):
@@ -375,14 +376,15 @@ def generate_counterbias(
                 created, failed = project.writer.run(_store_slots, run.id, chunk, key, llm_config, vote_set["id"])
                 result.created.extend(created)
                 result.failed.extend(failed)
+                if members and created:
+                    # judged as they are made: a run cancelled or killed later leaves no candidate unjudged
+                    # (the members' cost counts in the rate and ETA below)
+                    from engine.counterbias.verify import judge_candidates
+
+                    judge_candidates(project, created, members, cancel=token)
                 done = start + len(chunk)
                 gen_progress(done / max(len(slots), 1),
                              f"counterbias: {done}/{len(slots)} candidates{_rate(done, gen_started, len(slots))}")
-            if members and result.created:
-                from engine.counterbias.verify import judge_candidates
-
-                judge_candidates(project, result.created, members, progress=scaled(progress, 0.9, 1.0),
-                                 cancel=token)
             progress(1.0, f"counterbias: {len(result.created)} candidates, {len(result.failed)} failed")
         finally:
             total = client.total

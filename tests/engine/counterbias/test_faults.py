@@ -104,3 +104,34 @@ def test_unusable_answers_are_retried_with_a_new_seed(voted_project, stub):
     rewrites = [b for b in sent if "Facts to edit:" in b["messages"][-1]["content"]]
     assert rewrites and all(b["seed"] == 13 + 1000 and b["temperature"] >= 0.7 for b in rewrites)
     assert all(r["meta"]["attempt"] == 1 for r in candidate_rows(project, dataset_id=dataset.id))
+
+
+def test_candidates_are_judged_chunk_by_chunk_so_a_cancelled_run_leaves_none_unjudged(voted_project, stub):
+    """Cancelled after the first chunk: the candidates stored so far already carry the members' judgement and
+    the verdicts (before, the judge ran only at the end of the call, so a stopped run left them unjudged)."""
+    import pytest
+
+    from engine.errors import Cancelled
+    from engine.progress import CancelToken
+
+    server = stub(reply=scripted_reply)
+    project = voted_project
+    dataset = project.dataset("reviews")
+    config = LLMConfig(backend="openai", model="stub", base_url=server.base_url, concurrency=1)
+    token = CancelToken()
+
+    def progress(fraction, message=""):
+        if message.startswith("counterbias: 4/"):
+            token.cancel()
+
+    with pytest.raises(Cancelled):
+        generate_counterbias(project, dataset.id, None, config, settings=GenerateSettings(drop_prob=0.0),
+                             judge=["r:tiny-distilbert"], chunk_size=4, progress=progress, cancel=token)
+    rows = candidate_rows(project, dataset_id=dataset.id)
+    assert 0 < len(rows) <= 4
+    made = [r for r in rows if r["status"] != "failed"]
+    assert made
+    for row in made:
+        assert row["scores"]["judge"]["members"] == {"r:tiny-distilbert": row["scores"]["judge"]["members"]
+                                                     ["r:tiny-distilbert"]}
+        assert "label-flip" in row["scores"]["verdicts"] and "passes" in row["scores"]
