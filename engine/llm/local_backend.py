@@ -33,6 +33,16 @@ costs more than the batching saves on small batches, hence :data:`MIN_REQUESTS_P
 the defaults of :func:`default_slots`: one slot per two CPU cores (1 to 4), eight on a GPU,
 fewer when memory is short. Options ``n_parallel`` and ``n_threads`` override them.
 
+Threads
+-------
+Without an ``n_threads`` option the CPU threads follow the machine
+(:class:`~engine.llm.cpu_threads.ThreadGovernor`): every core while other programs leave the
+CPU free (on 2 cores this halves the time per request), one core fewer while they keep a core
+busy (llama.cpp's threads wait for each other at every step, so a shared core slows decoding
+about ninefold). :meth:`LocalBackend.chat_many` looks at the load every
+:data:`~engine.llm.cpu_threads.CHECK_S` seconds and, when it should switch, lets the requests in
+flight finish and loads the model again with the other thread count.
+
 GPU
 ---
 If the installed runtime reports a GPU (``xllamacpp.get_device_info()``: CUDA, Metal,
@@ -48,11 +58,12 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from engine.errors import Cancelled
+from engine.llm.cpu_threads import LoadSampler, ThreadGovernor, cpu_cores
 from engine.llm.base import ChatRequest, ChatResult, Failure, Outcome, ResultCallback, Usage
 from engine.llm.config import LLMConfig
 from engine.llm.errors import (
@@ -89,12 +100,18 @@ _GPU_TYPES = ("GPU", "IGPU", "ACCEL")
 
 
 def default_threads() -> int:
-    """CPU threads for inference: every core but one (for the GUI and the rest), 1 to 8.
+    """CPU threads that are safe while other programs are busy: every core but one, 1 to 8.
 
     llama.cpp's speed collapses (10-30x slower, measured on 2 cores) when its threads
-    outnumber the free cores, so leaving one core free is the safe default.
+    outnumber the free cores. The backend uses it while the machine is busy (or as the count
+    of a server started on its own); :func:`full_threads` while it is free.
     """
-    return max(1, min((os.cpu_count() or 2) - 1, 8))
+    return max(1, min(cpu_cores() - 1, 8))
+
+
+def full_threads() -> int:
+    """CPU threads while the machine is free: every core this process may use, 1 to 8."""
+    return max(1, min(cpu_cores(), 8))
 
 
 def import_xllamacpp() -> Any:
@@ -336,7 +353,7 @@ class LocalBackend:
     ----------
     config
         ``model`` (a bundled model name) and ``params``; ``options`` may set ``n_ctx`` (per
-        slot, default 4096), ``n_threads`` (default: :func:`default_threads`), ``n_parallel``
+        slot, default 4096), ``n_threads`` (default: chosen by the load, see *Threads* above), ``n_parallel``
         (slots, default: :func:`default_slots`) and ``n_gpu_layers`` (default: -1 when the
         runtime reports a GPU, else 0). ``concurrency`` is not used: the slots bound it.
 
@@ -355,7 +372,13 @@ class LocalBackend:
         self.model = self.spec.name
         options = config.options
         self.n_ctx = int(options.get("n_ctx", DEFAULT_N_CTX))
-        self.n_threads = int(options.get("n_threads") or default_threads())
+        fixed = int(options["n_threads"]) if options.get("n_threads") else None
+        self.n_threads = fixed or default_threads()
+        #: Switches the thread count with the machine's load (``None``: fixed by the user, or one core).
+        self.governor: ThreadGovernor | None = None
+        if fixed is None and full_threads() > default_threads():
+            self.governor = ThreadGovernor(full_threads(), default_threads(), load=self._others_load)
+        self._sampler: LoadSampler | None = None
         self._n_parallel = int(options["n_parallel"]) if options.get("n_parallel") else None
         self._n_gpu_layers = int(options["n_gpu_layers"]) if options.get("n_gpu_layers") is not None else None
         self._devices: list[Device] | None = None
@@ -409,10 +432,15 @@ class LocalBackend:
         """
         s = self.settings
         gpu = self.gpu
+        threads = f"{s.n_threads} thread{'s' * (s.n_threads != 1)}"
+        if self.governor is not None and gpu is None:
+            threads = (f"{self.governor.full} threads while the CPU is free, {self.governor.safe} while other programs "
+                       "keep it busy" + (f" (now {s.n_threads}: {self.governor.reason})" if self._server is not None
+                                         else ""))
         where = (f"{gpu.label}, all layers that fit offloaded" if gpu is not None and s.n_gpu_layers < 0 else
                  f"{gpu.label}, {s.n_gpu_layers} layers offloaded" if gpu is not None else
                  next((d.label for d in self.devices if d.kind == "cpu"), "CPU"))
-        return (f"{where} · {s.n_threads} thread{'s' * (s.n_threads != 1)} · "
+        return (f"{where} · {threads} · "
                 f"{s.n_parallel} parallel slot{'s' * (s.n_parallel != 1)} of {s.n_ctx} tokens")
 
     def load(self, *, progress: ProgressFn = no_progress) -> None:
@@ -420,6 +448,9 @@ class LocalBackend:
         with self._lock:
             if self._server is None:
                 path = model_path(self.model, progress=progress)
+                if self.governor is not None and self.gpu is None and not self.governor.threads:
+                    self._sampler = self._sampler or LoadSampler()
+                    self._settings = replace(self.settings, n_threads=self.governor.start(self._sampler.sample()))
                 s = self.settings
                 self._server = load_server(path, n_ctx=s.n_ctx, n_threads=s.n_threads, n_parallel=s.n_parallel,
                                            n_gpu_layers=s.n_gpu_layers, alias=self.model)
@@ -476,11 +507,19 @@ class LocalBackend:
         finished = 0
         next_index = 0
         lead_until = time.monotonic() + lead_s if lead_s > 0 else 0.0
+        switch_to: int | None = None
         with ThreadPoolExecutor(max_workers=min(limit, total), thread_name_prefix="llm-local") as pool:
             running: dict[Future, int] = {}
             while finished < total:
+                if switch_to is None:
+                    switch_to = self._advised_threads()
+                if switch_to is not None and not running:  # the requests in flight have finished
+                    progress(finished / total, f"{finished}/{total} LLM calls · the model now runs on {switch_to} "
+                                               f"thread{'s' * (switch_to != 1)}: {self.governor.reason}")
+                    self._reload(switch_to)
+                    switch_to = None
                 leading = lead_until and results[0] is None and time.monotonic() < lead_until
-                room = 1 if leading else limit
+                room = 0 if switch_to is not None else 1 if leading else limit
                 while next_index < total and len(running) < room and not token.cancelled:
                     running[pool.submit(self._outcome, prepared[next_index])] = next_index
                     next_index += 1
@@ -503,6 +542,36 @@ class LocalBackend:
         """Free the loaded model."""
         with self._lock:
             self._server = None
+
+    @property
+    def threads_now(self) -> int:
+        """CPU threads the loaded model runs on (the count it will load with, before it is loaded)."""
+        return self.settings.n_threads
+
+    # ------------------------------------------------------------------ threads
+    def _others_load(self) -> float | None:
+        if self._sampler is None:
+            self._sampler = LoadSampler()
+            return None
+        return self._sampler.others()
+
+    def _advised_threads(self) -> int | None:
+        """The thread count the governor wants now (``None``: keep it)."""
+        governor = self.governor
+        if governor is None or not governor.threads or self._server is None:
+            return None
+        with self._lock:
+            wanted = governor.advise()
+        return wanted if wanted is not None and wanted != self.settings.n_threads else None
+
+    def _reload(self, threads: int) -> None:
+        """Load the model again with ``threads`` CPU threads (no request may be running)."""
+        with self._lock:
+            self._server = None  # free the old runtime before the new one takes its memory
+            self._settings = replace(self.settings, n_threads=int(threads))
+            s = self.settings
+            self._server = load_server(model_path(self.model), n_ctx=s.n_ctx, n_threads=s.n_threads,
+                                       n_parallel=s.n_parallel, n_gpu_layers=s.n_gpu_layers, alias=self.model)
 
     # ------------------------------------------------------------------ internals
     def _outcome(self, request: ChatRequest) -> Outcome:
@@ -535,6 +604,11 @@ class LocalBackend:
             if not isinstance(text, str):
                 raise TypeError("no text")
             usage = answer.get("usage") or {}
+            timings = answer.get("timings") or {}
+            if self.governor is not None and isinstance(timings, dict):
+                with self._lock:
+                    self.governor.decoded(float(timings.get("predicted_per_token_ms") or 0.0),
+                                          int(timings.get("predicted_n") or 0))
             return ChatResult(
                 text=text,
                 usage=Usage(int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0))),

@@ -1,0 +1,167 @@
+"""The bundled model's CPU threads follow the machine: every core while it is free, one fewer while it is busy."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import pytest
+
+from engine.llm.base import ChatRequest, ChatResult
+from engine.llm.config import LLMConfig
+from engine.llm.cpu_threads import SETTLED_S, LoadSampler, ThreadGovernor, cpu_cores
+from engine.llm.local_backend import LocalBackend
+from tests.engine.llm.conftest import SMOL, require_smollm2
+
+
+class Script:
+    """A clock and a load that the test sets."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.others: float | None = 0.0
+
+    def clock(self) -> float:
+        return self.now
+
+    def load(self) -> float | None:
+        return self.others
+
+
+def governor(script: Script, **kw) -> ThreadGovernor:
+    return ThreadGovernor(2, 1, load=script.load, clock=script.clock, check_s=30, cooldown_s=60, **kw)
+
+
+def test_it_starts_on_every_core_when_the_machine_is_free_and_one_fewer_when_it_is_busy():
+    s = Script()
+    assert governor(s).start(0.05) == 2
+    busy = governor(s)
+    assert busy.start(0.9) == 1
+    assert "0.9 cores" in busy.reason
+
+
+def test_a_busy_machine_takes_a_core_back_at_the_next_look_not_before():
+    s = Script()
+    g = governor(s)
+    g.start(0.0)
+    s.others = 1.0
+    s.now = 10
+    assert g.advise() is None  # between two looks
+    s.now = 31
+    assert g.advise() == 1
+    assert g.threads == 1 and "other programs use 1.0 cores" in g.reason
+    s.now = 70
+    assert g.advise() is None  # still busy: stays
+
+
+def test_decoding_that_slows_down_fourfold_takes_a_core_back_at_once():
+    s = Script()
+    g = governor(s)
+    g.start(0.0)
+    for ms in (90, 95, 100):
+        g.decoded(ms, 20)
+    assert g.advise() is None
+    s.others = None  # no load reading yet: the decoding speed alone decides
+    for ms in (800, 850, 900):
+        g.decoded(ms, 20)
+    s.now = 5
+    assert g.advise() == 1
+    assert "decoding slowed down" in g.reason
+
+
+def test_short_answers_do_not_count_as_a_slowdown():
+    s = Script()
+    g = governor(s)
+    g.start(0.0)
+    for ms in (90, 900, 900, 900):
+        g.decoded(ms, 2 if ms == 900 else 20)  # two tokens: mostly overhead
+    assert g.advise() is None
+
+
+def test_all_cores_come_back_once_the_machine_is_free_and_the_wait_is_over():
+    s = Script()
+    g = governor(s)
+    g.start(0.0)
+    s.others, s.now = 1.0, 30
+    assert g.advise() == 1
+    s.others, s.now = 0.1, 61
+    assert g.advise() is None  # free, but found busy only 31 s ago (wait 60 s)
+    s.now = 95
+    assert g.advise() == 2
+    assert g.reason == "the CPU is free"
+
+
+def test_the_wait_doubles_when_the_machine_is_busy_again_soon_and_resets_after_a_settled_spell():
+    s = Script()
+    g = governor(s)
+    g.start(0.0)
+    s.others, s.now = 1.0, 30
+    assert g.advise() == 1
+    s.others, s.now = 0.0, 90
+    assert g.advise() == 2
+    s.others, s.now = 1.0, 120  # busy again 30 s after the try: wait 120 s now
+    assert g.advise() == 1
+    s.others, s.now = 0.0, 200
+    assert g.advise() is None
+    s.now = 240
+    assert g.advise() == 2
+    s.others, s.now = 1.0, 240 + SETTLED_S + 1  # busy after a long free spell: back to 60 s
+    assert g.advise() == 1
+    s.others, s.now = 0.0, s.now + 61
+    assert g.advise() == 2
+
+
+def test_the_load_sampler_counts_other_processes_and_not_this_one():
+    sampler = LoadSampler()
+    busy = subprocess.Popen([sys.executable, "-c", "import time\nend = time.time() + 5\nwhile time.time() < end: pass"])
+    try:
+        time.sleep(0.2)  # let it start
+        assert sampler.sample(0.8) > 0.6
+    finally:
+        busy.kill()
+        busy.wait()
+    sampler.others()
+    end = time.monotonic() + 0.8
+    while time.monotonic() < end:  # this process busy on one core
+        pass
+    assert sampler.others() < 0.5
+
+
+def test_a_thread_count_the_user_set_is_never_changed():
+    backend = LocalBackend(LLMConfig(backend="local", model=SMOL, options={"n_threads": 1}))
+    assert backend.governor is None
+    assert backend.threads_now == 1
+
+
+@pytest.mark.skipif(cpu_cores() < 2, reason="one core: nothing to choose")
+def test_the_real_model_loads_on_fewer_threads_under_load_and_takes_every_core_once_the_machine_is_free(
+        tmp_path, monkeypatch):
+    require_smollm2()
+    monkeypatch.setenv("COUNTERBIAS_HOME", str(tmp_path))
+    backend = LocalBackend(LLMConfig(backend="local", model=SMOL, params={"max_tokens": 8, "temperature": 0},
+                                     options={"n_ctx": 512}))
+    assert "threads while the CPU is free" in backend.describe()
+    g = backend.governor
+    g.check_s, g.cooldown_s, g.idle_cores = 0.3, 0.0, 0.6  # a busy loop is ~1 core; CI noise stays well under 0.6
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.2)
+        backend.load()
+        assert backend.threads_now == g.safe
+        assert "other programs use" in backend.describe()
+    finally:
+        busy.kill()
+        busy.wait()
+    messages: list[str] = []
+    requests = [ChatRequest([{"role": "user", "content": f"Name a colour, number {i}."}]) for i in range(6)]
+    time.sleep(0.4)
+    out = backend.chat_many(requests, progress=lambda f, m: messages.append(m))
+    try:
+        assert all(isinstance(o, ChatResult) and o.text for o in out)
+        assert backend.threads_now == g.full
+        switched = [m for m in messages if "now runs on" in m]
+        assert switched and f"{g.full} threads: the CPU is free" in switched[0]
+        assert "(now " in backend.describe() and "the CPU is free" in backend.describe()
+    finally:
+        backend.close()
