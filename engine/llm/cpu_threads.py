@@ -31,7 +31,11 @@ from dataclasses import dataclass, field
 IDLE_CORES = 0.25
 #: Other programs' load (in cores) over which a thread of the model would have to wait for a core.
 BUSY_CORES = 0.5
-#: Seconds between looks at the load while requests run.
+#: Fewest seconds between two looks at the load (a look is taken after a request, when this much time passed):
+#: a busy machine takes a core back at the first look that finds it busy, since every request decoded on a
+#: shared core costs several times its time.
+LOOK_S = 5.0
+#: Seconds the machine must have been found free, look after look, before every core is used again.
 CHECK_S = 15.0
 #: A decoding step this many times slower than the best seen with all cores means the cores are shared.
 COLLAPSE = 4.0
@@ -105,7 +109,7 @@ class ThreadGovernor:
         little time passed (a :meth:`LoadSampler.others`).
     clock
         Seconds, monotonic.
-    check_s, idle_cores, busy_cores, collapse, cooldown_s
+    look_s, check_s, idle_cores, busy_cores, collapse, cooldown_s
         See the module constants.
 
     Notes
@@ -119,6 +123,7 @@ class ThreadGovernor:
     safe: int
     load: Callable[[], float | None]
     clock: Callable[[], float] = time.monotonic
+    look_s: float = LOOK_S
     check_s: float = CHECK_S
     idle_cores: float = IDLE_CORES
     busy_cores: float = BUSY_CORES
@@ -127,6 +132,7 @@ class ThreadGovernor:
     threads: int = field(init=False, default=0)
     reason: str = field(init=False, default="")
     _checked: float = field(init=False, default=0.0)
+    _free_since: float | None = field(init=False, default=None)
     _busy_since: float | None = field(init=False, default=None)
     _full_since: float = field(init=False, default=0.0)
     _cooldown: float = field(init=False, default=0.0)
@@ -157,13 +163,17 @@ class ThreadGovernor:
         now = self.clock()
         collapsed = (self.threads == self.full and self._best is not None and len(self._recent) >= 3
                      and statistics.median(self._recent[-3:]) > self.collapse * self._best)
-        if now - self._checked < self.check_s and not collapsed:
+        if now - self._checked < self.look_s and not collapsed:
             return None
         load = self.load()
         if load is None and not collapsed:
             return None
-        self._checked = now
+        looked, self._checked = self._checked, now
         self._recent.clear()
+        if load is None or load >= self.idle_cores:
+            self._free_since = None
+        elif self._free_since is None:
+            self._free_since = looked  # the load was measured since the previous look
         if self.threads == self.full and (collapsed or (load is not None and load > self.busy_cores)):
             if self._busy_since is not None and now - self._full_since < SETTLED_S:
                 self._cooldown = min(self._cooldown * 2, MAX_COOLDOWN_S)  # busy again soon: wait longer next time
@@ -174,7 +184,7 @@ class ThreadGovernor:
             self.reason = ("decoding slowed down: the cores are shared" if collapsed
                            else f"other programs use {load:.1f} cores")
             return self.threads
-        if (self.threads == self.safe and load is not None and load < self.idle_cores
+        if (self.threads == self.safe and self._free_since is not None and now - self._free_since >= self.check_s
                 and (self._busy_since is None or now - self._busy_since >= self._cooldown)):
             self.threads, self.reason = self.full, "the CPU is free"
             self._full_since = now

@@ -39,9 +39,12 @@ Without an ``n_threads`` option the CPU threads follow the machine
 (:class:`~engine.llm.cpu_threads.ThreadGovernor`): every core while other programs leave the
 CPU free (on 2 cores this halves the time per request), one core fewer while they keep a core
 busy (llama.cpp's threads wait for each other at every step, so a shared core slows decoding
-about ninefold). :meth:`LocalBackend.chat_many` looks at the load every
-:data:`~engine.llm.cpu_threads.CHECK_S` seconds and, when it should switch, lets the requests in
-flight finish and loads the model again with the other thread count.
+about ninefold). :meth:`LocalBackend.chat_many` looks at the load after each request (at most every
+:data:`~engine.llm.cpu_threads.LOOK_S` seconds): the first look that finds the machine busy takes a
+core back; every core comes back once the machine has been free for
+:data:`~engine.llm.cpu_threads.CHECK_S` seconds and a wait since it was busy has passed. To
+switch, it lets the requests in flight finish and loads the model again with the other thread count
+(a few seconds, and the prompt cache starts empty).
 
 GPU
 ---

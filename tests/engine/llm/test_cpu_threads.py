@@ -46,9 +46,9 @@ def test_a_busy_machine_takes_a_core_back_at_the_next_look_not_before():
     g = governor(s)
     g.start(0.0)
     s.others = 1.0
-    s.now = 10
-    assert g.advise() is None  # between two looks
-    s.now = 31
+    s.now = 3
+    assert g.advise() is None  # too soon after the previous look
+    s.now = 6
     assert g.advise() == 1
     assert g.threads == 1 and "other programs use 1.0 cores" in g.reason
     s.now = 70
@@ -90,6 +90,23 @@ def test_all_cores_come_back_once_the_machine_is_free_and_the_wait_is_over():
     s.now = 95
     assert g.advise() == 2
     assert g.reason == "the CPU is free"
+
+
+def test_every_core_comes_back_only_after_the_machine_stayed_free_look_after_look():
+    s = Script()
+    g = governor(s)
+    g.cooldown_s, g.check_s = 0, 15
+    g.start(0.9)
+    s.others, s.now = 0.1, 6
+    assert g.advise() is None  # free for 6 s only (looks cover 0-6)
+    s.others, s.now = 0.4, 12
+    assert g.advise() is None  # not free in this look: the free spell starts again
+    s.others, s.now = 0.1, 18
+    assert g.advise() is None
+    s.now = 24
+    assert g.advise() is None  # free since 12: 12 s
+    s.now = 30
+    assert g.advise() == 2
 
 
 def test_the_wait_doubles_when_the_machine_is_busy_again_soon_and_resets_after_a_settled_spell():
@@ -143,7 +160,7 @@ def test_the_real_model_loads_on_fewer_threads_under_load_and_takes_every_core_o
                                      options={"n_ctx": 512}))
     assert "threads while the CPU is free" in backend.describe()
     g = backend.governor
-    g.check_s, g.cooldown_s, g.idle_cores = 0.3, 0.0, 0.6  # a busy loop is ~1 core; CI noise stays well under 0.6
+    g.look_s, g.check_s, g.cooldown_s, g.idle_cores = 0.3, 0.3, 0.0, 0.6  # a busy loop is ~1 core; CI noise stays well under 0.6
     busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:
         time.sleep(0.2)
