@@ -66,9 +66,9 @@ from pathlib import Path
 from typing import Any
 
 from engine.errors import Cancelled
-from engine.llm.cpu_threads import LoadSampler, ThreadGovernor, cpu_cores
 from engine.llm.base import ChatRequest, ChatResult, Failure, Outcome, ResultCallback, Usage
 from engine.llm.config import LLMConfig
+from engine.llm.cpu_threads import LoadSampler, ThreadGovernor, cpu_cores
 from engine.llm.errors import (
     BadResponseError,
     LLMError,
