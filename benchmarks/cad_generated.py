@@ -100,7 +100,7 @@ def generate(args: argparse.Namespace) -> tuple[Path, Path]:
         print(f"{len(ids)} CAD train originals ({'seeded sample' if args.sample else 'shortest'}), "
               f"{words:.0f} words on average", file=sys.stderr)
         config = LLMConfig(backend="local", model=args.model, concurrency=1,
-                           params={"temperature": 0.0, "seed": 0}, options={"n_threads": args.threads})
+                           params={"temperature": 0.0, "seed": 0}, options={"n_threads": args.threads} if args.threads else {})
         settings = GenerateSettings()
         # an even ensemble (two members) needs a strict majority
         vote_settings = VoteSettings(threshold=None if len(members) % 2 else len(members) // 2 + 1)
@@ -193,7 +193,8 @@ def main() -> None:
     parser.add_argument("--members", default="minilm-l6,minilm-l3")
     parser.add_argument("--preset", default="fast-cpu", help="training preset of the members (as coba_quality.py)")
     parser.add_argument("--model", default="qwen2.5-coder-1.5b")
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=None,
+                        help="LLM CPU threads (default: the product's, which follow the machine's load)")
     parser.add_argument("--chunk", type=int, default=25, help="originals per generation call")
     parser.add_argument("--minutes", type=float, default=0, help="stop generating after this long (0: no limit)")
     parser.add_argument("--passing", action="store_true", help="only candidates the accept rule passes")

@@ -225,7 +225,8 @@ def main() -> int:
     parser.add_argument("--samples", type=int, default=None, help="LIME / KernelSHAP perturbations (default: the engine's)")
     parser.add_argument("--rule", default=None, help="vote rule (default: the engine's default)")
     parser.add_argument("--model", default="qwen2.5-coder-1.5b", help="bundled local LLM")
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=None,
+                        help="LLM CPU threads (default: the product's, which follow the machine's load)")
     parser.add_argument("--edit-polar", default="0.8",
                         help="comma-separated edit_polar values, each generated and reported in this run "
                         "(e.g. 0,0.8: before/after; the LLM answers they share come from the cache)")
@@ -302,7 +303,7 @@ def main() -> int:
     print(f"vote rule {vote_settings.rule}, methods {methods}", file=sys.stderr)
     t_vote = time.perf_counter() - t0
     config = LLMConfig(backend="local", model=args.model, concurrency=1,
-                       params={"temperature": 0.0, "seed": 0}, options={"n_threads": args.threads})
+                       params={"temperature": 0.0, "seed": 0}, options={"n_threads": args.threads} if args.threads else {})
     for polar in [float(x) for x in args.edit_polar.split(",")]:
         t0 = time.perf_counter()
         gen_settings = GenerateSettings(edit_polar=polar)
