@@ -1,4 +1,6 @@
-"""How many CPU threads the bundled model should use now: all cores while the machine is free, one fewer while other programs keep a core busy.
+"""How many CPU threads the bundled model should use now.
+
+Every core while the machine is free, one fewer while other programs keep a core busy.
 
 llama.cpp's threads meet at a barrier after every operation of a decoding step. Measured
 with Qwen2.5-Coder-1.5B on a 2-core machine, real edit requests of the counterbias step

@@ -131,7 +131,8 @@ def test_the_wait_doubles_when_the_machine_is_busy_again_soon_and_resets_after_a
 
 def test_the_load_sampler_counts_other_processes_and_not_this_one():
     sampler = LoadSampler()
-    busy = subprocess.Popen([sys.executable, "-c", "import time\nend = time.time() + 5\nwhile time.time() < end: pass"])
+    spin = "import time\nend = time.time() + 5\nwhile time.time() < end: pass"
+    busy = subprocess.Popen([sys.executable, "-c", spin])
     try:
         time.sleep(0.2)  # let it start
         assert sampler.sample(0.8) > 0.6
@@ -160,7 +161,8 @@ def test_the_real_model_loads_on_fewer_threads_under_load_and_takes_every_core_o
                                      options={"n_ctx": 512}))
     assert "threads while the CPU is free" in backend.describe()
     g = backend.governor
-    g.look_s, g.check_s, g.cooldown_s, g.idle_cores = 0.3, 0.3, 0.0, 0.6  # a busy loop is ~1 core; CI noise stays well under 0.6
+    # a busy loop is ~1 core; CI noise stays well under 0.6
+    g.look_s, g.check_s, g.cooldown_s, g.idle_cores = 0.3, 0.3, 0.0, 0.6
     busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:
         time.sleep(0.2)
