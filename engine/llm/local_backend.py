@@ -564,8 +564,11 @@ class LocalBackend:
         if governor is None or not governor.threads or self._server is None:
             return None
         with self._lock:
-            wanted = governor.advise()
-        return wanted if wanted is not None and wanted != self.settings.n_threads else None
+            governor.advise()
+        # the governor's count, not advise()'s answer: a switch advised while the last request of a batch ran
+        # is made at the start of the next batch
+        wanted = governor.threads
+        return wanted if wanted != self.settings.n_threads else None
 
     def _reload(self, threads: int) -> None:
         """Load the model again with ``threads`` CPU threads (no request may be running)."""

@@ -184,3 +184,31 @@ def test_the_real_model_loads_on_fewer_threads_under_load_and_takes_every_core_o
         assert "(now " in backend.describe() and "the CPU is free" in backend.describe()
     finally:
         backend.close()
+
+
+@pytest.mark.skipif(cpu_cores() < 2, reason="one core: nothing to choose")
+def test_a_switch_advised_during_the_last_request_of_a_batch_is_made_when_the_next_batch_starts(tmp_path, monkeypatch):
+    require_smollm2()
+    monkeypatch.setenv("COUNTERBIAS_HOME", str(tmp_path))
+    backend = LocalBackend(LLMConfig(backend="local", model=SMOL, params={"max_tokens": 8, "temperature": 0},
+                                     options={"n_ctx": 512}))
+    g = backend.governor
+    g.look_s = 0.0
+    backend._sampler = None
+    backend.load()
+    backend.chat_many([ChatRequest([{"role": "user", "content": "Say hi."}])])
+    if backend.threads_now != g.full:
+        pytest.skip("the machine was busy when the model loaded")
+    readings = iter([None])  # nothing at the first look (before the request), busy at the next (while it runs)
+    g.load = lambda: next(readings, 1.0)
+    try:
+        backend.chat_many([ChatRequest([{"role": "user", "content": "Say hello."}])])
+        assert g.threads == g.safe  # advised while the only request ran
+        messages: list[str] = []
+        out = backend.chat_many([ChatRequest([{"role": "user", "content": "Say bye."}])],
+                                progress=lambda f, m: messages.append(m))
+        assert isinstance(out[0], ChatResult)
+        assert backend.threads_now == g.safe
+        assert any(f"now runs on {g.safe} thread" in m for m in messages)
+    finally:
+        backend.close()
