@@ -516,7 +516,7 @@ class LocalBackend:
             while finished < total:
                 if switch_to is None:
                     switch_to = self._advised_threads()
-                if switch_to is not None and not running:  # the requests in flight have finished
+                if switch_to is not None and not running and not token.cancelled:  # the requests in flight have finished
                     progress(finished / total, f"{finished}/{total} LLM calls · the model now runs on {switch_to} "
                                                f"thread{'s' * (switch_to != 1)}: {self.governor.reason}")
                     self._reload(switch_to)
@@ -527,7 +527,7 @@ class LocalBackend:
                     running[pool.submit(self._outcome, prepared[next_index])] = next_index
                     next_index += 1
                 if not running:
-                    break  # cancelled before everything was submitted
+                    break  # cancelled before everything was submitted (a pending switch waits for the next batch)
                 done, _ = wait(running, timeout=POLL_S, return_when=FIRST_COMPLETED)
                 for future in sorted(done, key=running.__getitem__):
                     index = running.pop(future)

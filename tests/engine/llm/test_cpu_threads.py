@@ -5,13 +5,16 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from types import SimpleNamespace
 
 import pytest
 
+from engine.errors import Cancelled
 from engine.llm.base import ChatRequest, ChatResult
 from engine.llm.config import LLMConfig
 from engine.llm.cpu_threads import SETTLED_S, LoadSampler, ThreadGovernor, cpu_cores
 from engine.llm.local_backend import LocalBackend
+from engine.progress import CancelToken
 from tests.engine.llm.conftest import SMOL, require_smollm2
 
 
@@ -210,5 +213,34 @@ def test_a_switch_advised_during_the_last_request_of_a_batch_is_made_when_the_ne
         assert isinstance(out[0], ChatResult)
         assert backend.threads_now == g.safe
         assert any(f"now runs on {g.safe} thread" in m for m in messages)
+    finally:
+        backend.close()
+
+
+@pytest.mark.skipif(cpu_cores() < 2, reason="one core: nothing to choose")
+def test_a_batch_cancelled_with_a_switch_pending_stops_without_loading_the_model_again(tmp_path, monkeypatch):
+    require_smollm2()
+    monkeypatch.setenv("COUNTERBIAS_HOME", str(tmp_path))
+    backend = LocalBackend(LLMConfig(backend="local", model=SMOL, params={"max_tokens": 8, "temperature": 0},
+                                     options={"n_ctx": 512, "n_parallel": 1}))
+    g = backend.governor
+    g.look_s = 0.0
+    backend._sampler = SimpleNamespace(sample=lambda: 0.0, others=lambda: None)  # a free machine at load
+    backend.load()
+    assert backend.threads_now == g.full
+    readings = iter([None])  # free before the first request, busy once it has run
+    g.load = lambda: next(readings, 1.0)
+    token = CancelToken()
+    messages: list[str] = []
+    requests = [ChatRequest([{"role": "user", "content": f"Say {w}."}]) for w in ("hello", "bye")]
+    try:
+        with pytest.raises(Cancelled):
+            backend.chat_many(requests, cancel=token, on_result=lambda i, o: token.cancel(),
+                              progress=lambda f, m: messages.append(m))
+        assert g.threads == g.safe  # the switch was advised ...
+        assert backend.threads_now == g.full  # ... and not made: the user had cancelled
+        assert not any("now runs on" in m for m in messages)
+        out = backend.chat_many([ChatRequest([{"role": "user", "content": "Say bye."}])])
+        assert isinstance(out[0], ChatResult) and backend.threads_now == g.safe  # made at the next batch
     finally:
         backend.close()
