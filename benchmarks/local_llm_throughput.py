@@ -17,10 +17,14 @@ then the ratio of the two rates. Goal: >= 3x on the full size.
 
     python benchmarks/local_llm_throughput.py [--n 40] [--model qwen2.5-coder-1.5b] [--slots 4] [--threads N]
     python benchmarks/local_llm_throughput.py --compare threads [--n 8]
+    python benchmarks/local_llm_throughput.py --compare triples|before [--n 8]
 
 ``--compare threads`` runs one slot twice instead: CPU threads fixed to every core but one (the
 default before the threads followed the load) vs the default (every core while the machine is
-free, :mod:`engine.llm.cpu_threads`); run it on an otherwise idle machine.
+free, :mod:`engine.llm.cpu_threads`); run it on an otherwise idle machine. ``--compare triples``:
+edit mode with every sentence's fact triples extracted first (``edit_triples``, the default
+before) vs the default (sentences chosen by their words, no triple request). ``--compare
+before``: both former defaults together (fixed threads and triples) vs today's.
 
 Small check: ``--n 4 --model smollm2-135m`` (SmolLM2 fails most of the task; it only proves the plumbing).
 """
@@ -83,8 +87,10 @@ def copy_project(template: Path, name: str) -> Path:
     return dst
 
 
-def run_mode(template: Path, name: str, model: str, slots: int, threads: int | None, max_tokens: int) -> dict:
-    """Generate one candidate per review with ``slots`` llama.cpp slots; timings and pass rate."""
+def run_mode(template: Path, name: str, model: str, slots: int, threads: int | None, max_tokens: int,
+             **settings: object) -> dict:
+    """Generate one candidate per review with ``slots`` llama.cpp slots (and ``settings`` of the generation);
+    timings and pass rate."""
     from engine.counterbias import GenerateSettings, generate_counterbias
     from engine.llm.config import LLMConfig
     from engine.llm.local_backend import LocalBackend
@@ -102,7 +108,7 @@ def run_mode(template: Path, name: str, model: str, slots: int, threads: int | N
             assert project.db.execute("SELECT COUNT(*) FROM llm_cache").fetchone()[0] == 0, "cache not fresh"
             t0 = time.perf_counter()
             result = generate_counterbias(project, ds.id, ids, config, backend=backend, judge=(),
-                                          settings=GenerateSettings(temperature=0.0, drop_prob=0.0))
+                                          settings=GenerateSettings(temperature=0.0, drop_prob=0.0, **settings))
             seconds = time.perf_counter() - t0
     finally:
         backend.close()
@@ -128,8 +134,10 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=None, help=f"CPU threads (default {default_threads()})")
     parser.add_argument("--max-tokens", type=int, default=384)
     parser.add_argument("--data", type=Path, default=CAD_DEV)
-    parser.add_argument("--compare", choices=("slots", "threads"), default="slots",
-                        help="slots: 1 slot vs --slots; threads: fixed threads (every core but one) vs the default")
+    parser.add_argument("--compare", choices=("slots", "threads", "triples", "before"), default="slots",
+                        help="slots: 1 slot vs --slots; threads: fixed threads (every core but one) vs the default; "
+                        "triples: edit mode with every sentence's triples extracted (the default before) vs without; "
+                        "before: both former defaults (fixed threads, triples) vs today's")
     args = parser.parse_args()
     if not args.data.is_file():
         print(f"CAD not found at {args.data} (see ../shared/data/cad/SOURCE.md)", file=sys.stderr)
@@ -141,10 +149,15 @@ def main() -> int:
         print(f"{len(reviews)} reviews imported, tiny ensemble trained and voted in {time.perf_counter() - t0:.0f} s",
               file=sys.stderr)
         rows = []
-        modes = ((("sequential", 1, args.threads), ("parallel", args.slots, args.threads)) if args.compare == "slots"
-                 else (("fixed-threads", 1, default_threads()), ("load-threads", 1, None)))
-        for name, slots, threads in modes:
-            rows.append(run_mode(template, name, args.model, slots, threads, args.max_tokens))
+        modes = {
+            "slots": (("sequential", 1, args.threads, {}), ("parallel", args.slots, args.threads, {})),
+            "threads": (("fixed-threads", 1, default_threads(), {"edit_triples": True}),
+                        ("load-threads", 1, None, {"edit_triples": True})),
+            "triples": (("triples", 1, args.threads, {"edit_triples": True}), ("no-triples", 1, args.threads, {})),
+            "before": (("before", 1, default_threads(), {"edit_triples": True}), ("now", 1, None, {})),
+        }[args.compare]
+        for name, slots, threads, settings in modes:
+            rows.append(run_mode(template, name, args.model, slots, threads, args.max_tokens, **settings))
             print(f"{name}: {json.dumps(rows[-1])}", file=sys.stderr, flush=True)
     seq, par = rows
     ratio = par["examples_per_hour"] / seq["examples_per_hour"] if seq["examples_per_hour"] else float("nan")
@@ -152,7 +165,7 @@ def main() -> int:
     print(f"\nmodel {args.model}, {len(reviews)} CAD dev reviews, one candidate each (default generation)")
     print(f"{'mode':<13} {'slots':>5} {'seconds':>8} {'requests':>8} {'made':>5} {'failed':>6} "
           f"{'examples/h':>10} {'pass share':>10}  runs on")
-    for r, (_, n_slots, _) in zip(rows, modes):
+    for r, (_, n_slots, _, _) in zip(rows, modes):
         print(f"{r['mode']:<13} {n_slots:>5} {r['seconds']:>8.1f} {r['requests_sent']:>8} {r['made']:>5} "
               f"{r['failed']:>6} {r['examples_per_hour']:>10.1f} {r['pass_share']:>10.3f}  {r['runs_on']}")
     print(f"{rows[1]['mode']} / {rows[0]['mode']}: {ratio:.2f}x examples per hour ({slot_ratio:.2f}x slots processed "

@@ -57,6 +57,7 @@ DEFAULT_VALUES: dict[str, Any] = {
     "edit_polar": 0.8,
     "edit_moved": 0.25,
     "edit_fresh": True,
+    "edit_triples": False,
     "sentence_reader": "llm",
 }
 FIELDS = tuple(DEFAULT_VALUES)
@@ -157,6 +158,12 @@ class LLMDialog(QDialog):
         self.edit_fresh.setToolTip("Edit mode: a sentence whose edit and repair were both unusable, or that the "
                                    "ensemble still reads as unmoved, gets one more request with a new seed (about "
                                    "one sentence in four with the bundled model)")
+        self.edit_triples = QCheckBox("Also edit sentences holding a principal triple (one more LLM request per "
+                                      "sentence)")
+        self.edit_triples.setToolTip("Edit mode: extract the fact triples of every sentence first (as the "
+                                     "reconstruct mode does) and edit the sentences whose triples hold a principal "
+                                     "word; off, sentences are chosen by their principal words alone and no triple "
+                                     "request is sent")
         self.mode = QComboBox()
         self.mode.addItem("Edit sentences (keeps the rest of the text)", "edit")
         self.mode.addItem("Reconstruct from triples (CoBA paper)", "reconstruct")
@@ -176,6 +183,7 @@ class LLMDialog(QDialog):
         gen_form.addRow("Edit sentences read as original, P ≥", self.edit_polar)
         gen_form.addRow("Repair edits that did not move, gain <", self.edit_moved)
         gen_form.addRow("", self.edit_fresh)
+        gen_form.addRow("", self.edit_triples)
 
         self.test_button = QPushButton("Test connection")
         self.test_button.clicked.connect(self.request_test)
@@ -231,6 +239,7 @@ class LLMDialog(QDialog):
         self.edit_polar.setValue(float(values.get("edit_polar", DEFAULT_VALUES["edit_polar"])))
         self.edit_moved.setValue(float(values.get("edit_moved", DEFAULT_VALUES["edit_moved"])))
         self.edit_fresh.setChecked(bool(values.get("edit_fresh", DEFAULT_VALUES["edit_fresh"])))
+        self.edit_triples.setChecked(bool(values.get("edit_triples", DEFAULT_VALUES["edit_triples"])))
         self.mode.setCurrentIndex(max(self.mode.findData(str(values.get("mode") or "edit")), 0))
         self.sentence_reader.setCurrentIndex(max(self.sentence_reader.findData(
             str(values.get("sentence_reader") or DEFAULT_VALUES["sentence_reader"])), 0))
@@ -254,6 +263,7 @@ class LLMDialog(QDialog):
             "edit_polar": round(self.edit_polar.value(), 2),
             "edit_moved": round(self.edit_moved.value(), 2),
             "edit_fresh": self.edit_fresh.isChecked(),
+            "edit_triples": self.edit_triples.isChecked(),
             "sentence_reader": self.sentence_reader.currentData(),
         }
 
@@ -399,5 +409,6 @@ def settings_from_values(values: Mapping[str, Any]) -> GenerateSettings:
         edit_polar=float(values["edit_polar"]),
         edit_moved=float(values["edit_moved"]),
         edit_fresh=bool(values["edit_fresh"]),
+        edit_triples=bool(values.get("edit_triples", False)),
         sentence_reader=str(values["sentence_reader"] or "llm"),
     )

@@ -56,6 +56,9 @@ def _add_generate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-edit-fresh", action="store_true",
                    help="edit mode: do not try a sentence once more (fresh conversation, new seed) when its edit "
                    "and repair were both unusable, or the sentence reader still reads it as unmoved")
+    p.add_argument("--edit-triples", action="store_true",
+                   help="edit mode: also extract every sentence's fact triples (one LLM request per sentence) and edit "
+                   "the sentences holding a principal triple (by default sentences are chosen by their principal words)")
     p.add_argument("--fields", help="fields to edit (default: text, or hypothesis for pairs)")
     p.add_argument("--judge", help="comma-separated judge members (default: the vote's members; 'none')")
     p.add_argument("--vote-set", type=int, help="vote set id (default: the newest vote per example)")
@@ -72,7 +75,8 @@ def _run_generate(args: argparse.Namespace, progress: StderrProgress, cancel: Ca
         max_tokens=args.max_tokens, shuffle=not args.no_shuffle, drop_prob=args.drop_prob,
         swap_gender=not args.no_gender_swap, mode=args.mode, repair_flip=not args.no_flip_repair,
         edit_polar=args.edit_polar, edit_moved=args.edit_moved, edit_fresh=not args.no_edit_fresh,
-        sentence_reader=args.sentence_reader, fields=tuple(csv_list(args.fields)) if args.fields else None,
+        edit_triples=args.edit_triples, sentence_reader=args.sentence_reader,
+        fields=tuple(csv_list(args.fields)) if args.fields else None,
     )
     judge = None if args.judge is None else ([] if args.judge == "none" else csv_list(args.judge))
     with Project.open(args.project) as project:

@@ -1,10 +1,12 @@
-"""CoBA counterbias generation, the job: triples → edited sentences (or reconstruction) → candidates.
+"""CoBA counterbias generation, the job: (triples →) edited sentences (or reconstruction) → candidates.
 
 Two modes (:attr:`GenerateSettings.mode`). **edit** (the default) keeps the original text and
-replaces only the sentences that hold a principal triple or a principal content word:
+replaces only the sentences that hold a principal content word (with ``edit_triples``, also those
+holding a principal triple):
 
-1. the example's triples (extracted here when missing) are categorised per sentence against the
-   vote's W_p and W_s; a sentence holding a rating ("9/10") that goes with the original label
+1. the sentences holding a word of the vote's W_p are chosen (with ``edit_triples`` the
+   example's triples are extracted here when missing and categorised per sentence against W_p and
+   W_s; without, no triple request is sent); a sentence holding a rating ("9/10") that goes with the original label
    (:mod:`engine.text.ratings`, learned from the train split) is edited too, with the rating
    named to change, and an answer that keeps such a rating is repaired (*rating kept*);
 2. each such sentence goes to the LLM alone, as written (prompt ``edit_sentence``), with
@@ -336,9 +338,10 @@ def generate_counterbias(
         run_guard.set_run(run.id)
         result = GenerateResult(run_id=run.id)
         try:
-            triples = extract_triples(project, dataset.id, ids, llm_config, backend=chat_backend,
-                                      progress=scaled(progress, 0.0, 0.3), cancel=token)
-            result.triples_failed = triples.failed_ids
+            if settings.uses_triples:
+                triples = extract_triples(project, dataset.id, ids, llm_config, backend=chat_backend,
+                                          progress=scaled(progress, 0.0, 0.3), cancel=token)
+                result.triples_failed = triples.failed_ids
             votes = _votes(project, dataset, vote_set, vote_set_id is not None, ids)
             slots, result.skipped = _plan(project, dataset, ids, votes, settings, key, fields)
             mapping = _gender_mapping() if settings.swap_gender else {}
@@ -363,7 +366,7 @@ def generate_counterbias(
                         # an edited sentence leans further from its target than before (a cruder test: it
                         # refused "not as solid as" -> "much stronger than")
                         slot.lean = label_lean(by_label[slot.target])
-            gen_progress = scaled(progress, 0.3, 1.0)
+            gen_progress = scaled(progress, 0.3 if settings.uses_triples else 0.0, 1.0)
             gen_started = time.perf_counter()
             chunk_size = chunk_size or max(4, 2 * int(llm_config.concurrency))
             for start in range(0, len(slots), chunk_size):
@@ -450,7 +453,7 @@ def _plan(project: Project, dataset: DatasetInfo, ids: Sequence[int], votes: dic
     slots: list[Slot] = []
     skipped = 0
     for row in project.examples(ids):
-        stored = load_triples(project, int(row["id"]))
+        stored = load_triples(project, int(row["id"])) if settings.uses_triples else {}
         for target in targets_for(row["label"], dataset.labels, settings.targets):
             for sample in range(settings.samples):
                 status, attempt, quality = existing.get((int(row["id"]), target, sample), (None, 0, False))
@@ -471,14 +474,14 @@ def _plan(project: Project, dataset: DatasetInfo, ids: Sequence[int], votes: dic
                         slot.fail("vote", f"Example {row['id']} ({name}) has no principal/spurious words yet.",
                                   retriable=True, hint="Explain these examples (vote) and generate again.")
                         continue
-                    if not triples:
+                    if not triples and settings.uses_triples:
                         slot.fail("triples", f"Example {row['id']} ({name}) has no triples.", retriable=True,
                                   hint="The triple step failed for it; generate again to retry.")
                         continue
                     plan.principal, plan.spurious = tuple(vote.principal), tuple(vote.spurious)
                     plan.votes = dict(vote.votes)
                     plan.categories = categorize(triples, vote.principal, vote.spurious)
-                    if "principal" not in plan.categories:
+                    if triples and "principal" not in plan.categories:
                         plan.fallback = True
                         plan.categories = ["principal" if c == "normal" else c for c in plan.categories]
                         if "principal" not in plan.categories:  # only spurious triples: rewrite them all
@@ -860,7 +863,7 @@ def _fail_unedited(slot: Slot) -> None:
 def _edit_chunk(client: CachedClient, slots: list[Slot], dataset: DatasetInfo, settings: GenerateSettings,
                 mapping: dict[str, str], token: CancelToken, guard: LeakGuard,
                 label_fn: Any = None, polar_fn: Any = None) -> None:
-    """Edit mode: rewrite the sentences holding principal triples, one request each (see the module doc)."""
+    """Edit mode: rewrite the sentences holding principal words, one request each (see the module doc)."""
     task = settings.task_description(dataset.labels)
     layout: dict[int, tuple[str, list[tuple[int, int]], list[str]]] = {}
     jobs: list[tuple[Slot, FieldPlan, SentenceEdit, ChatRequest]] = []

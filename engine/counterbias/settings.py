@@ -30,8 +30,8 @@ class GenerateSettings:
     Parameters
     ----------
     mode
-        ``"edit"`` (default): edit-preserving — only the sentences holding a principal triple
-        are rewritten, one LLM request each, and every other sentence is kept byte for byte
+        ``"edit"`` (default): edit-preserving — only the sentences holding a principal word
+        (see ``edit_polar`` and ``edit_triples`` for the others) are rewritten, one LLM request each, and every other sentence is kept byte for byte
         (up to the gender swap); ``"reconstruct"``: the paper's full reconstruction (rewrite the
         principal triples, shuffle/drop normal ones, write the whole text from the triples).
         Both check that the spurious words survive.
@@ -77,6 +77,12 @@ class GenerateSettings:
         one more request: the first prompt again, in a fresh conversation with a new seed; an
         unmoved edit is replaced only by an answer that reads more as the target. About one
         sentence in four with the bundled model; ``False`` saves those requests.
+    edit_triples
+        Edit mode: also extract the LLM's fact triples of every sentence (one request per sentence,
+        as CoBA's reconstruction needs) and edit the sentences holding a principal triple besides
+        those holding a principal content word; when no triple holds a principal word, every
+        sentence with a triple is edited (``fallback``). Off by default: sentences are chosen by
+        their principal words, ratings and the sentence reader, and no triple request is sent.
     sentence_reader
         Edit mode: who reads single sentences for ``edit_polar``, ``edit_moved`` and the residual
         check (:mod:`engine.counterbias.sentence_reading`): ``"llm"`` (default; the generating LLM,
@@ -99,6 +105,7 @@ class GenerateSettings:
     edit_polar: float = 0.8
     edit_moved: float = 0.25
     edit_fresh: bool = True
+    edit_triples: bool = False
     sentence_reader: str = "llm"
 
     def __post_init__(self) -> None:
@@ -136,6 +143,11 @@ class GenerateSettings:
         """Identity of what is generated (16 hex digits): resume skips candidates with this key."""
         raw = json.dumps(self.to_dict(), sort_keys=True, default=list)
         return hashlib.sha256(raw.encode()).hexdigest()[:16]
+
+    @property
+    def uses_triples(self) -> bool:
+        """Whether generation needs the examples' fact triples (reconstruct mode, or edit mode with ``edit_triples``)."""
+        return self.mode == "reconstruct" or self.edit_triples
 
     def edit_fields(self, task: str) -> tuple[str, ...]:
         if self.fields:

@@ -29,3 +29,16 @@ def test_the_fresh_try_setting_goes_from_the_dialog_to_the_generation_settings(q
     off = LLMDialog({**DEFAULT_VALUES, "edit_fresh": False})
     qtbot.addWidget(off)
     assert off.edit_fresh.isChecked() is False
+
+
+def test_the_triples_setting_goes_from_the_dialog_to_the_generation_settings(qtbot):
+    from widgets.llm_dialog import DEFAULT_VALUES, settings_from_values
+
+    dialog = LLMDialog({**DEFAULT_VALUES, "backend": "local", "model": "smollm2-135m"})
+    qtbot.addWidget(dialog)
+    assert not dialog.edit_triples.isChecked() and not settings_from_values(dialog.values()).uses_triples
+    dialog.edit_triples.setChecked(True)
+    assert settings_from_values(dialog.values()).edit_triples is True
+    on = LLMDialog({**DEFAULT_VALUES, "edit_triples": True})
+    qtbot.addWidget(on)
+    assert on.edit_triples.isChecked()

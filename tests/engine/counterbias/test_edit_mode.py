@@ -66,6 +66,22 @@ def _editing(body) -> bool:
     return sentence_to_edit(body) is not None
 
 
+def test_edit_mode_sends_no_triple_request_unless_asked(voted_project, stub, tmp_path):
+    _dataset_with_vote(voted_project, tmp_path)
+    sent = []
+    server = stub(reply=lambda body: sent.append(body) or scripted_reply(body))
+    facts = lambda: [b for b in sent if "You extract facts" in b["messages"][0]["content"]]  # noqa: E731
+    result, rows = _run(voted_project, server, swap_gender=False)
+    assert len(result.created) == 1 and not facts()
+    assert rows[0]["meta"]["fields"][0]["triples"] == []
+    edited = REVIEW.replace(TARGET, "The plot is awful and the music is lovely.")
+    assert rows[0]["text"] == edited  # chosen by its principal word, as with triples
+    result, rows = _run(voted_project, server, swap_gender=False, edit_triples=True)
+    assert len(result.created) == 1 and len(facts()) == len(split_sentences(REVIEW))  # one request per sentence
+    with_triples = next(r for r in rows if r["id"] == result.created[0])
+    assert with_triples["meta"]["fields"][0]["triples"] and with_triples["text"] == edited
+
+
 def test_untouched_sentences_stay_byte_identical(voted_project, stub, tmp_path):
     _dataset_with_vote(voted_project, tmp_path)
     sent = []

@@ -26,7 +26,7 @@ def test_generate_judge_accept_export(voted_project, smol_server, tmp_path):
     dataset = project.dataset("reviews")
     config = LLMConfig(backend="openai", model=smol_server.model, base_url=smol_server.base_url, concurrency=2,
                        params={"temperature": 0.0, "max_tokens": 96, "seed": 0})
-    settings = GenerateSettings(temperature=0.0, drop_prob=0.0, max_tokens=96)
+    settings = GenerateSettings(temperature=0.0, drop_prob=0.0, max_tokens=96, edit_triples=True)
     result = generate_counterbias(project, dataset.id, None, config, settings=settings)
     assert len(result.created) + len(result.failed) == 10  # one slot per sentence (binary: the other label)
     assert result.sent > 0

@@ -77,12 +77,14 @@ def test_nli_edits_the_hypothesis_for_every_other_label(nli_project, stub, tmp_p
         assert r["premise"] == ex["premise"]  # the premise is the context, never edited
         steps = r["meta"]["fields"]
         assert [s["field"] for s in steps] == ["hypothesis"]
-        assert steps[0]["triples"] and len(steps[0]["categories"]) == len(steps[0]["triples"])
+        assert steps[0]["triples"] == []  # edit mode chooses sentences by their words: no triple request
+        assert steps[0]["edits"]
         assert r["hypothesis"]
         assert set(r["scores"]["judge"]["members"]) == {f"n:{b}" for b in TINY}
     # the edit prompt saw the premise as context, and only the hypothesis was edited
     edits = [b for b in seen if "Sentence to edit:" in b["messages"][-1]["content"]]
     assert edits and all("(premise)" in b["messages"][-1]["content"] for b in edits)
+    assert not [b for b in seen if "You extract facts" in b["messages"][0]["content"]]
 
     # premise-only edits are a setting too
     premise = generate_counterbias(project, dataset.id, None, config,
