@@ -288,6 +288,11 @@ class ReviewController(PanelController):
         message = ""
         if not shown.principal and not shown.spurious:
             message = "No principal/spurious words for this example yet: explain it in the Word importance tab."
+        elif not shown.has_triples and self.session.settings.get("llm_mode") == "edit" \
+                and not self.session.settings.get("llm_edit_triples"):
+            message = ("No triples: the edit mode chooses the sentences to edit by their principal words. LLM "
+                       "settings… › Also edit sentences holding a principal triple (or the Reconstruct mode) "
+                       "extracts them when you generate.")
         elif not shown.has_triples:
             message = "No triples yet: Generate extracts them first."
         self.panel.show_example(example, rows if shown.has_triples else [], multi_field=len(dataset.text_fields) > 1,

@@ -115,12 +115,8 @@ def test_generate_review_undo_and_augment(window, qtbot, server):
     assert ctl.last_usage is not None and ctl.last_usage.total_tokens > 0
     assert "project total" in panel.tokens_label.text()
 
-    # the selected example's triples are shown, coloured by category
-    shown = panel.triples.sentences()
-    assert shown and any(s.triples for s in shown)
-    cats = {c for s in shown for c in s.categories}
-    assert cats <= {"principal", "spurious", "normal"}
-    assert panel.triples.table.rowCount() >= 1
+    # the edit mode extracts no triples, and the triples view says why
+    assert not panel.triples.sentences() and "by their principal words" in panel.triples.message.text()
 
     # whole-dataset scope lists every candidate; diff and scores in the detail
     panel.scope.setCurrentIndex(panel.scope.findData("dataset"))
@@ -211,7 +207,8 @@ def test_editing_triples_discards_undecided_candidates(window, qtbot, server):
     win, panel, ctl = window, window.review_panel, window.review
     project = win.session.project
     dataset = win.current_dataset
-    ctl.set_llm_values({"backend": "openai", "model": "stub", "base_url": server.base_url, "samples": 1})
+    ctl.set_llm_values({"backend": "openai", "model": "stub", "base_url": server.base_url, "samples": 1,
+                        "edit_triples": True})
     win.examples.table.selectRow(3)
     win.show_review_tab()
     example_id = win.session.example_id
@@ -219,6 +216,10 @@ def test_editing_triples_discards_undecided_candidates(window, qtbot, server):
         panel.generate_selection.click()
     made = candidate_rows(project, example_ids=[example_id])
     assert made
+    # the selected example's triples are shown, coloured by category
+    shown = panel.triples.sentences()
+    assert shown and any(s.triples for s in shown)
+    assert {c for s in shown for c in s.categories} <= {"principal", "spurious", "normal"}
 
     # edit the subject of the first triple in the table: the stale candidates go, and the
     # rest of the pipeline (rewrite, reconstruction, judge) re-runs for this example at once
