@@ -216,7 +216,9 @@ class LLMDialog(QDialog):
 
         self.backend.currentIndexChanged.connect(self._backend_changed)
         self.model.currentTextChanged.connect(lambda _: self._show_device())
+        self.mode.currentIndexChanged.connect(self._mode_changed)
         self.set_values(values)
+        self._mode_changed()
 
     # ------------------------------------------------------------------ values
     def set_values(self, values: Mapping[str, Any]) -> None:
@@ -346,6 +348,14 @@ class LLMDialog(QDialog):
                                     "The local model runs as many requests at once as it has parallel slots "
                                     "(see 'Runs on')")
         self._show_device()
+
+    def _mode_changed(self) -> None:
+        """Enable the controls the chosen mode reads; the others keep their values, greyed out."""
+        reconstruct = self.mode.currentData() == "reconstruct"
+        for widget in (self.shuffle, self.drop_prob):
+            widget.setEnabled(reconstruct)
+        for widget in (self.sentence_reader, self.edit_polar, self.edit_moved, self.edit_fresh, self.edit_triples):
+            widget.setEnabled(not reconstruct)
 
     def _show_device(self) -> None:
         """Say where the model runs: the local runtime's device, threads and slots, or the server."""

@@ -42,3 +42,22 @@ def test_the_triples_setting_goes_from_the_dialog_to_the_generation_settings(qtb
     on = LLMDialog({**DEFAULT_VALUES, "edit_triples": True})
     qtbot.addWidget(on)
     assert on.edit_triples.isChecked()
+
+
+def test_the_mode_enables_only_the_controls_it_reads_and_keeps_the_others_values(qtbot):
+    from widgets.llm_dialog import DEFAULT_VALUES, settings_from_values
+
+    dialog = LLMDialog({**DEFAULT_VALUES, "backend": "local", "model": "smollm2-135m", "drop_prob": 0.25})
+    qtbot.addWidget(dialog)
+    edit_only = (dialog.sentence_reader, dialog.edit_polar, dialog.edit_moved, dialog.edit_fresh, dialog.edit_triples)
+    assert dialog.mode.currentData() == "edit"
+    assert not dialog.shuffle.isEnabled() and not dialog.drop_prob.isEnabled()
+    assert all(widget.isEnabled() for widget in edit_only)
+    dialog.mode.setCurrentIndex(dialog.mode.findData("reconstruct"))
+    assert dialog.shuffle.isEnabled() and dialog.drop_prob.isEnabled()
+    assert not any(widget.isEnabled() for widget in edit_only)
+    settings = settings_from_values(dialog.values())
+    assert settings.mode == "reconstruct" and settings.drop_prob == 0.25 and settings.edit_fresh
+    opened = LLMDialog({**DEFAULT_VALUES, "mode": "reconstruct"})
+    qtbot.addWidget(opened)
+    assert opened.drop_prob.isEnabled() and not opened.edit_triples.isEnabled()
