@@ -146,6 +146,15 @@ _CLITICS = frozenset({"s", "d", "ll", "re", "ve", "m"})
 _PREFIXES = frozenset({"ex", "step", "great", "grand", "half", "co", "would", "be", "soon", "to"})
 #: Words whose counterpart depends on their part of speech (Penn Treebank tag).
 _POSSESSIVE_DETERMINER = "PRP$"
+#: Gendered nouns that also serve as exclamations ("Oh boy", "my God", "Man, that was bad"): kept there.
+_EXCLAMATIONS = frozenset({"boy", "man", "god", "lord", "brother"})
+#: Without a tagger, a gendered word right after one of these is read as a verb ("will miss", "to man").
+_VERB_BEFORE = frozenset(
+    "to will would can could shall should may might must do does did don't doesn't didn't won't can't "
+    "couldn't wouldn't shouldn't never always often really still also just i you we they".split()
+)
+#: Pronouns, swapped whatever comes before them ("to him", "you she" never reads as a verb).
+_PERSONAL_PRONOUNS = frozenset({"he", "she", "him", "her", "his", "hers", "himself", "herself"})
 _FUNCTION_AFTER = frozenset(
     "a an the and or but of to in on at for with by from as is was are were be been that this it "
     "not so too very than then who which when".split()
@@ -162,8 +171,8 @@ def _pronoun(word: str, tag: str | None, next_word: str | None) -> str | None:
     """
     if word not in ("her", "his"):
         return {"hers": "his", "him": "her"}.get(word)
-    if tag is not None:  # a determiner needs a word after it (taggers guess PRP$ at the end of a text)
-        determiner = tag == _POSSESSIVE_DETERMINER and next_word is not None
+    if tag is not None:  # a determiner needs a content word after it (taggers guess PRP$ before "and" or at the end)
+        determiner = tag == _POSSESSIVE_DETERMINER and next_word is not None and next_word not in _FUNCTION_AFTER
     else:
         determiner = next_word is not None and next_word not in _FUNCTION_AFTER
     if word == "her":
@@ -262,6 +271,30 @@ def swap_triple(triple: Triple, mapping: Mapping[str, str]) -> tuple[Triple, lis
 HONORIFICS = frozenset({"mr", "mrs", "ms", "miss", "sir", "madam"})
 
 
+def _not_a_person(word: str, tag: str | None, previous: str, following: str, before: str) -> bool:
+    """Whether a gendered word is used here as something other than a person: kept as is.
+
+    A verb by the tagger ("I will always *miss* it", "they *man* the boats", "*master* the
+    sea", "he *grooms* the horses") or an interjection — without a tagger, a word right after
+    a modal, "to", a negated "do" or a subject pronoun (:data:`_VERB_BEFORE`); and the exclamations of
+    :data:`_EXCLAMATIONS` after "oh" ("Oh boy"), "my" / "good" for god and lord ("my God"), or
+    opening a sentence before a comma ("Man, that was bad").
+    """
+    if tag is not None and (tag.startswith("VB") or tag == "UH"):
+        return True
+    key = normalize(word)
+    prev = normalize(previous) if previous and before.rstrip().endswith(previous) else ""
+    if tag is None and prev in _VERB_BEFORE and key not in _PERSONAL_PRONOUNS:
+        return True
+    if key not in _EXCLAMATIONS:
+        return False
+    if prev in ("oh", "o") or (prev in ("my", "good", "dear") and key in ("god", "lord")):
+        return True
+    head = before[: len(before.rstrip()) - len(previous)] if prev else before
+    opens = not head.strip() or head.rstrip()[-1:] in ".!?\"("
+    return opens and not prev and following.startswith(",")
+
+
 def _in_name(word: str, tag: str | None, previous: str, following: str, before: str) -> bool:
     """Whether a capitalised gendered word is part of a name ("Stephen King", "Prince Valiant"): kept as is.
 
@@ -295,7 +328,10 @@ def _swap(text: str, mapping: Mapping[str, str], tags: Mapping[int, str] | None)
         if following and following[0] not in ".,;:!?)\"" and i + 1 < len(matches):
             next_word = normalize(matches[i + 1].group(0))
         tag = tags.get(match.start()) if tags is not None else None
-        if _in_name(word, tag, matches[i - 1].group(0) if i else "", following, text[:match.start()]):
+        previous = matches[i - 1].group(0) if i else ""
+        if _in_name(word, tag, previous, following, text[:match.start()]):
+            continue
+        if _not_a_person(word, tag, previous, following, text[:match.start()]):
             continue
         other = _counterpart(word, mapping, tag, next_word)
         if other is None:

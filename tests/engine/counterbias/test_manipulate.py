@@ -159,3 +159,24 @@ def test_names_person_reads_the_entity_recogniser():
         pytest.skip("spaCy's pipeline is not installed: names_person is False without it")
     assert names_person("A tired Burt Reynolds plays a mercenary battling his former employers.")
     assert not names_person("The mother and her son move into a small town with a secret.")
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    # a gendered word used as a verb is not a person ("miss" -> "sir" broke an accepted candidate)
+    ("I will always miss it.", "I will always miss it."),
+    ("They man the boats and master the sea; the man is a master.", "They man the boats and master the sea; the woman is a mistress."),
+    ("He grooms the horses for the groom.", "She grooms the horses for the bride."),
+    ("You will miss the old man.", "You will miss the old woman."),
+    # exclamations
+    ("Oh boy, what a film! Boy, was I wrong. My God, the boy.", "Oh boy, what a film! Boy, was I wrong. My God, the girl."),
+    ("Man, that was bad, said the man.", "Man, that was bad, said the woman."),
+    # a possessive before a function word stands alone
+    ("It is his and his dog likes her.", "It is hers and her dog likes him."),
+])
+def test_gender_swap_leaves_verbs_and_exclamations(bundled, text, expected):
+    assert swap_gender(text, bundled)[0] == expected
+
+
+def test_gender_swap_without_a_tagger_reads_a_word_after_a_modal_as_a_verb(bundled):
+    assert swap_gender("I will miss him, you miss her; the man and the miss.", bundled, grammar=False)[0] == (
+        "I will miss her, you miss him; the woman and the sir.")
