@@ -148,6 +148,8 @@ _PREFIXES = frozenset({"ex", "step", "great", "grand", "half", "co", "would", "b
 _POSSESSIVE_DETERMINER = "PRP$"
 #: Gendered nouns that also serve as exclamations ("Oh boy", "my God", "Man, that was bad"): kept there.
 _EXCLAMATIONS = frozenset({"boy", "man", "god", "lord", "brother"})
+#: Words after which "god" is part of an idiom, not a person ("god awful", "God knows").
+_GOD_IDIOMS = frozenset({"awful", "awfully", "forsaken", "knows", "damn", "damned", "almighty"})
 #: Without a tagger, a gendered word right after one of these is read as a verb ("will miss", "to man").
 _VERB_BEFORE = frozenset(
     "to will would can could shall should may might must do does did don't doesn't didn't won't can't "
@@ -277,8 +279,9 @@ def _not_a_person(word: str, tag: str | None, previous: str, following: str, bef
     A verb by the tagger ("I will always *miss* it", "they *man* the boats", "*master* the
     sea", "he *grooms* the horses") or an interjection — without a tagger, a word right after
     a modal, "to", a negated "do" or a subject pronoun (:data:`_VERB_BEFORE`); and the exclamations of
-    :data:`_EXCLAMATIONS` after "oh" ("Oh boy"), "my" / "good" for god and lord ("my God"), or
-    opening a sentence before a comma ("Man, that was bad").
+    :data:`_EXCLAMATIONS` after "oh" ("Oh boy"), "my" / "good" for god and lord ("my God"),
+    opening a sentence before a comma ("Man, that was bad"), and "god" in an idiom of
+    :data:`_GOD_IDIOMS` ("seriously god awful", written without its hyphen).
     """
     if tag is not None and (tag.startswith("VB") or tag == "UH"):
         return True
@@ -288,6 +291,8 @@ def _not_a_person(word: str, tag: str | None, previous: str, following: str, bef
         return True
     if key not in _EXCLAMATIONS:
         return False
+    if key == "god" and re.split(r"[\W_]", normalize(following), maxsplit=1)[0] in _GOD_IDIOMS:
+        return True
     if prev in ("oh", "o") or (prev in ("my", "good", "dear") and key in ("god", "lord")):
         return True
     head = before[: len(before.rstrip()) - len(previous)] if prev else before

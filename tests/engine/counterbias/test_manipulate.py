@@ -170,6 +170,8 @@ def test_names_person_reads_the_entity_recogniser():
     # exclamations
     ("Oh boy, what a film! Boy, was I wrong. My God, the boy.", "Oh boy, what a film! Boy, was I wrong. My God, the girl."),
     ("Man, that was bad, said the man.", "Man, that was bad, said the woman."),
+    ("The actress is seriously god awful-I pray her career ended. God knows why the god smiled.",
+     "The actor is seriously god awful-I pray his career ended. God knows why the goddess smiled."),
     # a possessive before a function word stands alone
     ("It is his and his dog likes her.", "It is hers and her dog likes him."),
 ])
