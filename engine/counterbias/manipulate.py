@@ -161,6 +161,9 @@ _FUNCTION_AFTER = frozenset(
     "a an the and or but of to in on at for with by from as is was are were be been that this it "
     "not so too very than then who which when".split()
 )
+#: Adverbs that may follow a possessive determiner ("his very first film", "her so-called friends"); with a
+#: tagger only (without one, "I like her too" is the likelier reading).
+_DETERMINER_ADVERBS = frozenset({"very", "so", "too", "not"})
 
 
 def _pronoun(word: str, tag: str | None, next_word: str | None) -> str | None:
@@ -174,7 +177,8 @@ def _pronoun(word: str, tag: str | None, next_word: str | None) -> str | None:
     if word not in ("her", "his"):
         return {"hers": "his", "him": "her"}.get(word)
     if tag is not None:  # a determiner needs a content word after it (taggers guess PRP$ before "and" or at the end)
-        determiner = tag == _POSSESSIVE_DETERMINER and next_word is not None and next_word not in _FUNCTION_AFTER
+        determiner = tag == _POSSESSIVE_DETERMINER and next_word is not None and (
+            next_word not in _FUNCTION_AFTER or next_word in _DETERMINER_ADVERBS)
     else:
         determiner = next_word is not None and next_word not in _FUNCTION_AFTER
     if word == "her":

@@ -174,6 +174,7 @@ def test_names_person_reads_the_entity_recogniser():
      "The actor is seriously god awful-I pray his career ended. God knows why the goddess smiled."),
     # a possessive before a function word stands alone
     ("It is his and his dog likes her.", "It is hers and her dog likes him."),
+    ("In his very first film her so-called friends leave.", "In her very first film his so-called friends leave."),
 ])
 def test_gender_swap_leaves_verbs_and_exclamations(bundled, text, expected):
     assert swap_gender(text, bundled)[0] == expected
