@@ -39,8 +39,10 @@ from engine.attribution.wordlists import (
     combine_wordlists,
     gender_pairs,
     load_wordlist,
+    not_swapped,
     parse_wordlist,
     read_wordlist,
+    swap_pairs,
 )
 
 __all__ = [
@@ -78,6 +80,8 @@ __all__ = [
     "combine_wordlists",
     "find_principal_words",
     "gender_pairs",
+    "not_swapped",
+    "swap_pairs",
     "get_method",
     "load_attributions",
     "load_votes",

@@ -10,6 +10,11 @@ Bundled (``resources/wordlists``, see its ``ATTRIBUTION.md``):
 ``gender``
     The union of the two.
 
+The gender swap of counterbias generation uses :func:`swap_pairs`: the pairs of both lists except
+those naming something other than a person of either gender (``not_swapped.txt``: sexual
+orientation, anatomy, medicines, stereotyped traits, animals — GN-GloVe pairs *gay/lesbian*,
+*viagra/cialis*, *macho/effeminate*). Those words stay in the spurious lists.
+
 Four misspellings of the published lists (``godess``, ``mentleman``, …) are corrected on reading.
 
 User lists are plain text: one or more words per line, separated by whitespace or commas,
@@ -26,11 +31,13 @@ import resources
 from engine.attribution.errors import WordlistError
 from engine.text import normalize
 
-__all__ = ["available_wordlists", "gender_pairs", "load_wordlist", "parse_wordlist", "read_wordlist"]
+__all__ = ["available_wordlists", "gender_pairs", "load_wordlist", "not_swapped", "parse_wordlist", "read_wordlist",
+           "swap_pairs"]
 
 _FOLDER = ("wordlists",)
 _WINOBIAS = ("winobias_generalized_swaps.txt", "winobias_extra_gendered_words.txt")
 _GN_GLOVE = ("gn_glove_male.txt", "gn_glove_female.txt")
+_NOT_SWAPPED = "not_swapped.txt"
 #: Misspellings in the upstream lists, corrected when the lists are read (the files stay as published).
 _SPELLING = {"godess": "goddess", "godesses": "goddesses", "mentleman": "gentleman", "seamstress'": "seamstresses"}
 
@@ -68,6 +75,25 @@ def gender_pairs() -> tuple[tuple[str, str], ...]:
         if m.strip() and f.strip():
             pairs.append((_fix(normalize(m.strip())), _fix(normalize(f.strip()))))
     return tuple(dict.fromkeys(pairs))
+
+
+@lru_cache(maxsize=1)
+def not_swapped() -> frozenset[str]:
+    """Words of the gender lists the swap leaves as they are (``resources/wordlists/not_swapped.txt``)."""
+    return parse_wordlist(resources.path(*_FOLDER, _NOT_SWAPPED).read_text(encoding="utf-8"))
+
+
+@lru_cache(maxsize=1)
+def swap_pairs() -> tuple[tuple[str, str], ...]:
+    """The :func:`gender_pairs` the gender swap uses: those with neither word in :func:`not_swapped`.
+
+    Examples
+    --------
+    >>> ("actor", "actress") in swap_pairs(), ("gay", "lesbian") in swap_pairs()
+    (True, False)
+    """
+    keep = not_swapped()
+    return tuple(p for p in gender_pairs() if p[0] not in keep and p[1] not in keep)
 
 
 @lru_cache(maxsize=None)

@@ -438,9 +438,9 @@ def _votes(project: Project, dataset: DatasetInfo, vote_set: dict[str, Any], exp
 
 
 def _gender_mapping() -> dict[str, str]:
-    from engine.attribution.wordlists import gender_pairs
+    from engine.attribution.wordlists import swap_pairs
 
-    return gender_map(gender_pairs())
+    return gender_map(swap_pairs())
 
 
 # ---------------------------------------------------------------------------- planning

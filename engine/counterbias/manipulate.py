@@ -150,6 +150,15 @@ _POSSESSIVE_DETERMINER = "PRP$"
 _EXCLAMATIONS = frozenset({"boy", "man", "god", "lord", "brother"})
 #: Words after which "god" is part of an idiom, not a person ("god awful", "God knows").
 _GOD_IDIOMS = frozenset({"awful", "awfully", "forsaken", "knows", "damn", "damned", "almighty"})
+#: Gendered words that name no person before these words ("a chick flick", "a host of problems").
+_IDIOMS_BEFORE = {"god": _GOD_IDIOMS, "chick": frozenset({"flick", "flicks", "lit"}), "host": frozenset({"of"}),
+                  "hosts": frozenset({"of"})}
+#: Words before "god" that make it a common noun for a person ("a god", "the gods' god"); after anything else
+#: it names the deity or is an exclamation ("thank God", "for the love of god", "faith in God"): kept.
+_GOD_DETERMINERS = frozenset({"a", "an", "the", "this", "that", "his", "her", "their", "its", "any", "another",
+                              "every", "false", "fake", "pagan", "greek", "roman", "sun", "war", "young", "old"})
+#: Words before "host of" that make it the idiom ("a host of", not "the host of the show").
+_HOST_OF = frozenset({"a", "whole", "entire", "another"})
 #: Without a tagger, a gendered word right after one of these is read as a verb ("will miss", "to man").
 _VERB_BEFORE = frozenset(
     "to will would can could shall should may might must do does did don't doesn't didn't won't can't "
@@ -284,8 +293,10 @@ def _not_a_person(word: str, tag: str | None, previous: str, following: str, bef
     sea", "he *grooms* the horses") or an interjection — without a tagger, a word right after
     a modal, "to", a negated "do" or a subject pronoun (:data:`_VERB_BEFORE`); and the exclamations of
     :data:`_EXCLAMATIONS` after "oh" ("Oh boy"), "my" / "good" for god and lord ("my God"),
-    opening a sentence before a comma ("Man, that was bad"), and "god" in an idiom of
-    :data:`_GOD_IDIOMS` ("seriously god awful", written without its hyphen).
+    opening a sentence before a comma ("Man, that was bad"), and the idioms of
+    :data:`_IDIOMS_BEFORE` ("seriously god awful" written without its hyphen, "a chick flick",
+    "a host of problems"); "god" is a person only after a determiner of :data:`_GOD_DETERMINERS`
+    ("a god", "the god Thor"), not the deity ("faith in God", "thank God", "for the love of god").
     """
     if tag is not None and (tag.startswith("VB") or tag == "UH"):
         return True
@@ -293,14 +304,15 @@ def _not_a_person(word: str, tag: str | None, previous: str, following: str, bef
     prev = normalize(previous) if previous and before.rstrip().endswith(previous) else ""
     if tag is None and prev in _VERB_BEFORE and key not in _PERSONAL_PRONOUNS:
         return True
+    if re.split(r"[\W_]", normalize(following), maxsplit=1)[0] in _IDIOMS_BEFORE.get(key, ()):
+        return not key.startswith("host") or prev in _HOST_OF
+    if key == "god":
+        return prev not in _GOD_DETERMINERS
     if key not in _EXCLAMATIONS:
         return False
-    if key == "god" and re.split(r"[\W_]", normalize(following), maxsplit=1)[0] in _GOD_IDIOMS:
-        return True
     if prev in ("oh", "o") or (prev in ("my", "good", "dear") and key in ("god", "lord")):
         return True
-    head = before[: len(before.rstrip()) - len(previous)] if prev else before
-    opens = not head.strip() or head.rstrip()[-1:] in ".!?\"("
+    opens = not before.strip() or before.rstrip()[-1:] in ".!?\"("
     return opens and not prev and following.startswith(",")
 
 

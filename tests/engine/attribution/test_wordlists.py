@@ -27,6 +27,17 @@ def test_bundled_gender_lists() -> None:
         load_wordlist("race")
 
 
+def test_the_swap_leaves_pairs_that_name_no_person_but_they_stay_spurious_words() -> None:
+    from engine.attribution.wordlists import not_swapped, swap_pairs
+
+    pairs = set(swap_pairs())
+    assert {("actor", "actress"), ("he", "she"), ("countryman", "countrywoman")} <= pairs
+    for a, b in [("gay", "lesbian"), ("cialis", "viagra"), ("macho", "effeminate"), ("bull", "cow")]:
+        assert (a, b) in gender_pairs() and (a, b) not in pairs
+    assert not {w for p in pairs for w in p} & not_swapped()
+    assert not_swapped() <= load_wordlist("gender")  # every word is one of the lists (a typo would be)
+
+
 def test_user_lists(tmp_path) -> None:
     assert parse_wordlist("Spielberg, Hitchcock\n# directors\nDVD  vhs # formats") == {"spielberg", "hitchcock", "dvd", "vhs"}
     path = tmp_path / "mine.txt"

@@ -33,9 +33,9 @@ def test_gender_swap_keeps_case_and_reports_swaps():
 
 @pytest.fixture(scope="module")
 def bundled():
-    from engine.attribution.wordlists import gender_pairs
+    from engine.attribution.wordlists import swap_pairs
 
-    return gender_map(gender_pairs())
+    return gender_map(swap_pairs())
 
 
 @pytest.mark.parametrize(("text", "expected"), [
@@ -175,6 +175,12 @@ def test_names_person_reads_the_entity_recogniser():
     # a possessive before a function word stands alone
     ("It is his and his dog likes her.", "It is hers and her dog likes him."),
     ("In his very first film her so-called friends leave.", "In her very first film his so-called friends leave."),
+    # idioms, and pairs of the bundled lists that name no person of either gender
+    ("A chick flick for the girls: a host of clichés, and the host was rude.",
+     "A chick flick for the boys: a host of clichés, and the hostess was rude."),
+    ("The gay man took viagra, grew a beard and fed the bull.", "The gay woman took viagra, grew a beard and fed the bull."),
+    ("Thank god the god Thor, a god of thunder, kept his faith in God.",
+     "Thank god the goddess Thor, a goddess of thunder, kept her faith in God."),
 ])
 def test_gender_swap_leaves_verbs_and_exclamations(bundled, text, expected):
     assert swap_gender(text, bundled)[0] == expected
