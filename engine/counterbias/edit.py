@@ -133,6 +133,9 @@ def clean_sentence(answer: str, sentence: str = "") -> str:
 #: Entity types whose words an edited sentence keeps verbatim: names, places, groups, titles, events.
 FACT_ENTITIES = frozenset({"PERSON", "ORG", "GPE", "LOC", "NORP", "FAC", "PRODUCT", "EVENT", "WORK_OF_ART", "LAW",
                            "LANGUAGE"})
+#: Entities whose numbers are facts ("30 dollars", "15 days", "two hours" has no digit to keep): an edit once
+#: turned "15 worms in 15 days ... 30 dollars" into "15 worms in one day ... 10 dollars".
+NUMBER_ENTITIES = frozenset({"DATE", "TIME", "CARDINAL", "MONEY", "QUANTITY", "PERCENT"})
 #: A word with at least this |z| against a label is never a fact to keep: it carries the label (the recogniser
 #: calls "Awesome Awesome Awesome!" an organisation, and a title such as "Amazing Grace" may be edited).
 FACT_MAX_Z = 2.5
@@ -140,8 +143,9 @@ FACT_MAX_Z = 2.5
 
 def fact_words(sentence: str, z: Mapping[str, float] | None = None) -> list[str]:
     """The words of a sentence's facts, as written: its named entities' words (:data:`FACT_ENTITIES`) and the
-    numbers of its dates, which an edit toward another label has no reason to change ("2005" -> "2004",
-    "the Norrland region of Sweden" -> "the far north of Sweden" were seen). ``[]`` without spaCy's recogniser.
+    numbers of its dates, amounts and counts (:data:`NUMBER_ENTITIES`), which an edit toward another label has no
+    reason to change ("2005" -> "2004", "30 dollars" -> "10 dollars", "the Norrland region of Sweden" -> "the far
+    north of Sweden" were seen). ``[]`` without spaCy's recogniser.
 
     ``z`` (word z-statistics against the text's label) leaves out words that carry a label (|z| >= :data:`FACT_MAX_Z`);
     function words are left out too, and so are the numbers of a rating ("10/10", which the recogniser may
@@ -164,7 +168,7 @@ def fact_words(sentence: str, z: Mapping[str, float] | None = None) -> list[str]
     for label, text in found:
         if label in FACT_ENTITIES:
             words = [w for w in segment(text) if w.is_lexical]
-        elif label == "DATE":
+        elif label in NUMBER_ENTITIES:
             words = [w for w in segment(text) if any(ch.isdigit() for ch in w.text)]
         else:
             continue

@@ -582,6 +582,17 @@ def test_fact_words_leave_out_the_numbers_of_a_rating():
     assert fact_words("I rate it a 9.0 on a scale of 10.") == []
 
 
+def test_fact_words_keep_amounts_and_counts():
+    """An edit turned "15 worms in 15 days ... 30 dollars" into "one day ... 10 dollars": numbers are facts."""
+    from engine.counterbias.edit import fact_words
+    from engine.text.nlp import load_spacy
+
+    if load_spacy() is None:
+        pytest.skip("spaCy's pipeline is not installed")
+    words = fact_words("Billy had to eat 15 worms in 15 days to win 30 dollars, and 2 thumbs up, 8/10.")
+    assert {"15", "30", "2"} <= set(words) and "8/10" not in words and "8" not in words
+
+
 def test_a_candidate_that_keeps_the_rating_fails_the_rating_check(voted_project, stub, tmp_path):
     """The LLM keeps 10/10 in its edit and its repair: the sentence stays as it was, the candidate is made from the
     other edit, and verification (the dataset's rating sides, learned from its rows) holds it back."""
