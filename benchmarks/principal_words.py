@@ -148,6 +148,9 @@ def main() -> int:
     parser.add_argument("--samples", type=int, default=None, help="LIME / KernelSHAP perturbations (default: the engine's)")
     parser.add_argument("--k", type=int, default=5)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--cached-only", action="store_true",
+                        help="compute no attribution: score the pairs every member x method already has (a run "
+                             "stopped part-way, or one still running in another process)")
     args = parser.parse_args()
 
     import numpy as np
@@ -177,7 +180,9 @@ def main() -> int:
     path = args.project or (user_data_dir() / "benchmarks" / "principal_words"
                             / f"cad-{'+'.join(backbones)}-{args.preset}-{rows_tag}-{args.max_length or 'preset'}.cbproj")
     path.parent.mkdir(parents=True, exist_ok=True)
-    project = Project.open(path) if path.exists() else Project.create(path)
+    if args.cached_only and not path.exists():
+        sys.exit(f"--cached-only needs an existing project; {path} does not exist")
+    project = Project.open(path, readonly=args.cached_only) if path.exists() else Project.create(path)
     train_rows = read_tsv(CAD / "orig" / "train.tsv")
     pairs = read_tsv(PAIRED_DEV)
 
@@ -207,6 +212,11 @@ def main() -> int:
     t0 = time.perf_counter()
     print(f"members (preset {args.preset}, train rows {rows_tag}):")
     for spec in specs:  # one at a time: a small run may use an even number of members
+        if args.cached_only:  # read-only: the members must be there
+            info = get_model(project, spec.name)
+            acc = float(info.metrics.get("dev_accuracy", float("nan")))
+            print(f"  {info.name:<22} dev accuracy {acc:.3f}  (reused)", flush=True)
+            continue
         trained = train_ensemble(project, train_ds.id, EnsembleConfig((spec,)), progress=_printer("train"))
         m = trained.members[0]
         print(f"  {m.model.name:<22} dev accuracy {m.dev_accuracy:.3f}{'  (reused)' if m.skipped else ''}", flush=True)
@@ -245,11 +255,13 @@ def main() -> int:
                 "shapley": {"estimator": "kernel", **({"num_samples": args.samples} if args.samples else {})}}
     methods = {m: settings.get(m) or None for m in methods_used}
     t0 = time.perf_counter()
-    runs = attribute_ensemble(project, names_, pairs_ds.id, methods=methods, example_ids=example_ids,
-                              progress=_printer("attribute"))
-    print(f"attributions ({time.perf_counter() - t0:.0f} s, noisy: shared CPU):")
-    for r in runs:
-        print(f"  {r.model_name:<22} {r.method:<8} computed {r.computed:4d}, cached {r.cached:4d}, {r.seconds:7.1f} s")
+    if not args.cached_only:
+        runs = attribute_ensemble(project, names_, pairs_ds.id, methods=methods, example_ids=example_ids,
+                                  progress=_printer("attribute"))
+        print(f"attributions ({time.perf_counter() - t0:.0f} s, noisy: shared CPU):")
+        for r in runs:
+            print(f"  {r.model_name:<22} {r.method:<8} computed {r.computed:4d}, cached {r.cached:4d}, "
+                  f"{r.seconds:7.1f} s")
 
     from engine.attribution import resolve_settings
 
@@ -262,6 +274,12 @@ def main() -> int:
                 scores.setdefault(ex, {}).setdefault(info.name, {})[meth] = stored.scores
                 if len(stored.words) > len(words_of.get(ex, [])):
                     words_of[ex] = stored.words
+
+    if args.cached_only:
+        complete = {ex for ex, per in scores.items()
+                    if all(meth in per.get(n, {}) for n in names_ for meth in methods_used)}
+        chosen = [(ex, k) for ex, k in chosen if ex in complete]
+        print(f"--cached-only: {len(chosen)} pairs have every member x method's attribution")
 
     # ---------------------------------------------------------------- lexicons
     z = z_lexicon([r["Text"] for r in train_rows], [r["Sentiment"] for r in train_rows], "Positive")
