@@ -153,7 +153,7 @@ _GOD_IDIOMS = frozenset({"awful", "awfully", "forsaken", "knows", "damn", "damne
 #: Gendered words that name no person before these words ("a chick flick", "a host of problems").
 _IDIOMS_BEFORE = {"god": _GOD_IDIOMS, "chick": frozenset({"flick", "flicks", "lit"}), "host": frozenset({"of"}),
                   "hosts": frozenset({"of"})}
-#: Words before "god" that make it a common noun for a person ("a god", "the gods' god"); after anything else
+#: Words before "god" that make it a common noun for a person ("a god", "the god of thunder"); after anything else
 #: it names the deity or is an exclamation ("thank God", "for the love of god", "faith in God"): kept.
 _GOD_DETERMINERS = frozenset({"a", "an", "the", "this", "that", "his", "her", "their", "its", "any", "another",
                               "every", "false", "fake", "pagan", "greek", "roman", "sun", "war", "young", "old"})

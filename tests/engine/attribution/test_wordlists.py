@@ -35,7 +35,7 @@ def test_the_swap_leaves_pairs_that_name_no_person_but_they_stay_spurious_words(
     for a, b in [("gay", "lesbian"), ("cialis", "viagra"), ("macho", "effeminate"), ("bull", "cow")]:
         assert (a, b) in gender_pairs() and (a, b) not in pairs
     assert not {w for p in pairs for w in p} & not_swapped()
-    assert not_swapped() <= load_wordlist("gender")  # every word is one of the lists (a typo would be)
+    assert not_swapped() <= load_wordlist("gender")  # every word is a word of the lists (catches a typo)
 
 
 def test_user_lists(tmp_path) -> None:
