@@ -137,6 +137,11 @@ class LLMDialog(QDialog):
         self.drop_prob = QDoubleSpinBox(minimum=0.0, maximum=0.9, singleStep=0.05, decimals=2)
         self.drop_prob.setToolTip("Chance to drop each normal triple (never a principal or spurious one)")
         self.swap_gender = QCheckBox("Swap gendered words (binary word-pair list)")
+        self.swap_gender.setToolTip(
+            "Replace each word naming a person's gender by its counterpart (he/she, actor/actress) with the bundled "
+            "WinoBias and GN-GloVe pairs, in edited and untouched sentences alike. Not swapped: a text that names a "
+            "person, names (\"Stephen King\"), verbs (\"miss it\"), exclamations (\"Oh boy\"), idioms, the deity, "
+            "and pairs that name no person of either gender (gay/lesbian, anatomy, animals: not_swapped.txt).")
         self.sentence_reader = QComboBox()
         self.sentence_reader.addItem("The LLM (one short request per sentence)", "llm")
         self.sentence_reader.addItem("The ensemble members", "members")
