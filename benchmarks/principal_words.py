@@ -143,6 +143,7 @@ def main() -> int:
     parser.add_argument("--preset", default="fast-cpu", help="training preset (default: the app's default)")
     parser.add_argument("--max-train-rows", type=int, default=None, help="train rows per member (default: all)")
     parser.add_argument("--max-length", type=int, default=None, help="tokens per review (default: the preset's)")
+    parser.add_argument("--tune-layers", type=int, default=None, help="top-cpu: layers trained (default: the preset's)")
     parser.add_argument("--methods", default=",".join(METHODS))
     parser.add_argument("--ig-steps", type=int, default=None, help="IG steps (default: the engine's)")
     parser.add_argument("--samples", type=int, default=None, help="LIME / KernelSHAP perturbations (default: the engine's)")
@@ -207,6 +208,8 @@ def main() -> int:
         overrides["max_train_rows"] = args.max_train_rows
     if args.max_length:
         overrides["max_length"] = args.max_length
+    if args.tune_layers:
+        overrides["tune_layers"] = args.tune_layers
     config = default_ensemble("bench-", backbones=(backbones[0],), preset=args.preset, **overrides)
     specs = [replace(config.members[0], name=f"bench-{b}", backbone=b) for b in backbones]
     t0 = time.perf_counter()
