@@ -175,7 +175,8 @@ PRESETS: dict[str, dict[str, Any]] = {
 #: One line per preset, for pickers and ``--help``.
 PRESET_HELP: dict[str, str] = {
     "quick-cpu": "frozen encoder, cached features, head trained (fastest; least accurate)",
-    "top-cpu": "lower layers frozen and run once, top layer + head trained (minutes on a CPU)",
+    "top-cpu": "lower layers frozen and run once, top layer + head trained (minutes on a CPU; word importance "
+               "less like human edits than fast-cpu's)",
     "fast-cpu": "full fine-tuning, 2 epochs, 128 tokens",
     "paper": "full fine-tuning as in CoBA: 300 tokens, up to 15 epochs",
 }
