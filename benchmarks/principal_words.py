@@ -22,7 +22,7 @@ divided by 5) and, for the votes, a set of principal words (precision = edited s
 * K random words (seeded).
 
 Standard errors are over reviews. Members: the default ensemble (``--members``) trained on the
-full CAD train split with the default preset (``--max-train-rows`` for a small run); everything
+full CAD train split with ``--preset`` (fast-cpu by default; ``--max-train-rows`` for a small run); everything
 lives in one project (``--project``, default under the user data dir), so a rerun reuses the
 trained members and the cached attributions (the expensive stage) and only re-scores.
 
@@ -140,7 +140,8 @@ def main() -> int:
     parser.add_argument("--pairs", type=int, default=None, help="CAD dev pairs evaluated (default: all eligible)")
     parser.add_argument("--project", type=Path, default=None, help="project file to create or reuse")
     parser.add_argument("--members", default=None, help="comma-separated backbones (default: the default ensemble)")
-    parser.add_argument("--preset", default="fast-cpu", help="training preset (default: the app's default)")
+    parser.add_argument("--preset", default="fast-cpu", help="training preset (default fast-cpu, the app's with a GPU; "
+                        "without one the app trains top-cpu, whose word importance scores lower here)")
     parser.add_argument("--max-train-rows", type=int, default=None, help="train rows per member (default: all)")
     parser.add_argument("--max-length", type=int, default=None, help="tokens per review (default: the preset's)")
     parser.add_argument("--tune-layers", type=int, default=None, help="top-cpu: layers trained (default: the preset's)")
