@@ -296,7 +296,8 @@ def _not_a_person(word: str, tag: str | None, previous: str, following: str, bef
     opening a sentence before a comma ("Man, that was bad"), and the idioms of
     :data:`_IDIOMS_BEFORE` ("seriously god awful" written without its hyphen, "a chick flick",
     "a host of problems"); "god" is a person only after a determiner of :data:`_GOD_DETERMINERS`
-    ("a god", "the god Thor"), not the deity ("faith in God", "thank God", "for the love of god").
+    ("a god", "the god Thor"), not the deity ("faith in God", "thank God", "for the love of god"), and a
+    capitalised "God" or "Lord" inside a sentence is the deity or a title ("praise the Lord", "Lord of the Rings").
     """
     if tag is not None and (tag.startswith("VB") or tag == "UH"):
         return True
@@ -306,13 +307,15 @@ def _not_a_person(word: str, tag: str | None, previous: str, following: str, bef
         return True
     if re.split(r"[\W_]", normalize(following), maxsplit=1)[0] in _IDIOMS_BEFORE.get(key, ()):
         return not key.startswith("host") or prev in _HOST_OF
+    opens = not before.strip() or before.rstrip()[-1:] in ".!?\"("
+    if key in ("god", "lord") and word[:1].isupper() and not opens:
+        return True  # the deity or a title ("praise the Lord", "a Lord of the Rings clone", "the God of Abraham")
     if key == "god":
         return prev not in _GOD_DETERMINERS
     if key not in _EXCLAMATIONS:
         return False
-    if prev in ("oh", "o") or (prev in ("my", "good", "dear") and key in ("god", "lord")):
+    if prev in ("oh", "o") or (prev in ("my", "good", "dear") and key == "lord"):
         return True
-    opens = not before.strip() or before.rstrip()[-1:] in ".!?\"("
     return opens and not prev and following.startswith(",")
 
 

@@ -181,6 +181,8 @@ def test_names_person_reads_the_entity_recogniser():
     ("The gay man took viagra, grew a beard and fed the bull.", "The gay woman took viagra, grew a beard and fed the bull."),
     ("Thank god the god Thor, a god of thunder, kept his faith in God.",
      "Thank god the goddess Thor, a goddess of thunder, kept her faith in God."),
+    ("Praise the Lord: a Lord of the Rings clone where the lord of the manor fights.",
+     "Praise the Lord: a Lord of the Rings clone where the lady of the manor fights."),
 ])
 def test_gender_swap_leaves_verbs_and_exclamations(bundled, text, expected):
     assert swap_gender(text, bundled)[0] == expected
