@@ -30,7 +30,8 @@ are scored the same way. Printed side by side:
   original label — recorded with each candidate at generation; the human revisions are read here
   by the same reader (a person's reading of run F: partly flipped candidates are those);
 * what ``counterbias decide accept --passing`` would accept (``scores.passes`` of proposed
-  candidates) and how the independent judges see that subset.
+  candidates) and how the independent judges see that subset, and the same under the other
+  ``member-agreement`` rule (every member sure of the target, or only the most accurate one).
 
 Every candidate is written with its original and human revision to a JSONL file (``--out``)
 for reading. The project (``--project``) keeps the members, attributions, vote, triples and LLM
@@ -452,6 +453,19 @@ def main() -> int:
               f"{f(sum(bool(x) for x in h_left) / len(h_left)):>10}   (texts; the LLM reading each sentence alone)")
         print(f"\ndecide accept --passing would accept {len(passing)} of {len(made)} candidates; on those: "
               f"ensemble {f(p_rates['ensemble'])}, VADER {f(p_rates['vader'])}, TF-IDF {f(p_rates['tfidf'])} flip rate")
+        from engine.counterbias import CandidateFilter
+        from engine.verification.checks import AGREEMENTS, agreement_shortfall
+
+        rule = CandidateFilter()
+        for other in (a for a in AGREEMENTS if a != rule.agreement):  # the other agreement rule, on the same verdicts
+            others = [r for r in made if r["status"] == "proposed" and (r["scores"].get("verdicts") or {})
+                      and not any(v.get("status") == "fail" for name, v in r["scores"]["verdicts"].items()
+                                  if name in rule.required() and name != "member-agreement")
+                      and not agreement_shortfall((r["scores"].get("judge") or {}).get("members") or {},
+                                                  rule.min_member_prob, other)[0]]
+            o_rates = rates([r["text"] for r in others], [int(r["example_id"]) for r in others])
+            print(f"  with agreement={other} instead of {rule.agreement}: {len(others)} accepted; on those: ensemble "
+                  f"{f(o_rates['ensemble'])}, VADER {f(o_rates['vader'])}, TF-IDF {f(o_rates['tfidf'])} flip rate")
         failing = Counter(name for r in made for name, v in (r["scores"].get("verdicts") or {}).items()
                           if v.get("status") == "fail")
         print("failing checks (candidates): " + (", ".join(f"{k} {v}" for k, v in failing.most_common()) or "none"))

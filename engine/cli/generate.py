@@ -114,6 +114,9 @@ def _add_verify(sub: argparse._SubParsersAction) -> None:
                    help="which ensemble flip the accept rule requires (default target)")
     p.add_argument("--min-member-prob", type=float, default=0.85,
                    help="every member's P(target) at least this (default 0.85; 0 turns the check off)")
+    p.add_argument("--agreement", choices=("each", "best"), default=None,
+                   help="whose P(target) --min-member-prob applies to: each member, or the member with the best dev "
+                   "accuracy (default: the engine's)")
     p.set_defaults(run=_run_verify)
 
 
@@ -133,7 +136,8 @@ def _run_verify(args: argparse.Namespace, progress: StderrProgress, cancel: Canc
     required = None if args.require is None else tuple(csv_list(args.require))
     for name in required or ():
         CHECKS.get(name)  # an unknown name is a named error (CB930) listing the checks
-    rule = CandidateFilter(require_flip=args.flip, min_member_prob=args.min_member_prob, checks=required)
+    rule = CandidateFilter(require_flip=args.flip, min_member_prob=args.min_member_prob, checks=required,
+                           **({"agreement": args.agreement} if args.agreement else {}))
     statuses = None if args.status == "all" else tuple(csv_list(args.status))
     with Project.open(args.project) as project:
         dataset = project.dataset(args.dataset)

@@ -66,14 +66,25 @@ class CandidateFilter:
         32 candidates of ``benchmarks/coba_quality.py`` read one by one: with the flip alone, 6 of
         the 20 accepted read as flipped and fluent; with every member at 0.85 or more, 6 of 7
         (an in-sample choice: check it on your own data).
+    agreement
+        Whose probability ``min_member_prob`` applies to: ``"each"`` (every member) or ``"best"``
+        (the member with the best dev accuracy; the other members still vote in the flip).
     """
 
     require_flip: str = "target"
     require_spurious: bool = True
     min_target_prob: float = 0.0
     min_member_prob: float = 0.85
+    agreement: str = "each"
     #: The other checks whose failure holds a candidate back (``None``: :data:`DEFAULT_CHECKS`).
     checks: tuple[str, ...] | None = None
+
+    def __post_init__(self) -> None:
+        from engine.verification.checks import AGREEMENTS, UnknownAgreementError
+
+        if self.agreement not in AGREEMENTS:
+            raise UnknownAgreementError(f"No member agreement rule {self.agreement!r}.",
+                                        f"Use one of: {', '.join(AGREEMENTS)}.")
 
     def required(self) -> list[str]:
         """Names of the checks a passing candidate must not fail."""
@@ -97,8 +108,9 @@ class CandidateFilter:
             return False
         if self.require_spurious and not scores.get("spurious_kept", True):
             return False
-        members = judge.get("members") or {}
-        if any(float(m.get("target_prob", 0.0)) < self.min_member_prob for m in members.values()):
+        from engine.verification.checks import agreement_shortfall
+
+        if agreement_shortfall(judge.get("members") or {}, self.min_member_prob, self.agreement)[0]:
             return False
         return float(judge.get("target_prob", 1.0)) >= self.min_target_prob
 
@@ -138,11 +150,14 @@ def judge_candidates(
     if not rows:
         return {}
     votes: dict[str, list[str]] = {}
+    accuracy: dict[str, float | None] = {}
     target_probs: dict[str, np.ndarray] = {}
     labels: list[str] = []
     for k, name in enumerate(members):
         token.raise_if_cancelled()
         info = get_model(project, name)
+        dev = (info.metrics or {}).get("dev_accuracy")
+        accuracy[name] = round(float(dev), 4) if isinstance(dev, (int, float)) else None
         probs = predict(project, name, _texts(rows, info.fields), batch_size=batch_size, cancel=token)
         labels = list(info.labels)
         votes[name] = [labels[int(i)] for i in probs.argmax(axis=1)]
@@ -176,7 +191,8 @@ def judge_candidates(
             tied = sorted(label for label, n in predicted.items() if n == top)
             majority = tied[0] if len(tied) == 1 else (row["target_label"] if row["target_label"] in tied else tied[0])
             scores["judge"] = {
-                "members": {m: {"label": votes[m][j], "target_prob": round(float(target_probs[m][j]), 4)}
+                "members": {m: {"label": votes[m][j], "target_prob": round(float(target_probs[m][j]), 4),
+                                **({"dev_accuracy": accuracy[m]} if accuracy.get(m) is not None else {})}
                             for m in members},
                 "predicted": majority,
                 "flipped": majority == row["target_label"],

@@ -11,7 +11,8 @@ Built-in checks
 ---------------
 ``label-flip``       the ensemble's majority predicts the target label (LFR)
 ``soft-flip``        the majority no longer predicts the original label (SLFR)
-``member-agreement`` every member gives the target at least ``min_member_prob``
+``member-agreement`` every member (or, with ``agreement="best"``, the member with the best dev accuracy)
+                     gives the target at least ``min_member_prob``
 ``spurious-kept``    every spurious word of the original is still there (swapped gendered words excepted)
 ``prompt-echo``      no prompt scaffolding ("Sentence to edit:", "Here is …")
 ``prompt-leak``      no sentence or 6-word run of the prompts' few-shot examples
@@ -45,8 +46,14 @@ class CandidateFilter(Protocol):
     """What the checks read from the accept rule (:class:`engine.counterbias.verify.CandidateFilter`)."""
 
     min_member_prob: float
+    agreement: str
 
-__all__ = ["CHECKS", "LABEL_CHECKS", "UnknownCheckError", "Subject", "Verdict", "label_judged", "run_checks"]
+__all__ = ["AGREEMENTS", "CHECKS", "LABEL_CHECKS", "UnknownAgreementError", "UnknownCheckError", "Subject", "Verdict", "agreement_shortfall",
+           "label_judged", "run_checks"]
+
+#: Which members' P(target) the ``member-agreement`` check reads: ``each`` (every member) or ``best``
+#: (the member with the highest dev accuracy; every member when an accuracy is not stored).
+AGREEMENTS = ("each", "best")
 
 PASS, FAIL, SKIP = "pass", "fail", "skip"
 
@@ -55,6 +62,12 @@ class UnknownCheckError(CounterbiasError):
     """A check name that is not registered."""
 
     code = "CB930"
+
+
+class UnknownAgreementError(CounterbiasError):
+    """An accept rule's ``agreement`` that is not one of :data:`AGREEMENTS`."""
+
+    code = "CB931"
 
 
 @dataclass(frozen=True)
@@ -132,7 +145,7 @@ CHECKS: Registry[Check] = Registry(
 #: Short human titles for the panel and reports.
 TITLES = {
     "label-flip": "Label flipped (ensemble)", "soft-flip": "Original label left (ensemble)",
-    "member-agreement": "Every member agrees", "spurious-kept": "Spurious words kept", "prompt-echo": "No prompt echo",
+    "member-agreement": "Members sure of the target", "spurious-kept": "Spurious words kept", "prompt-echo": "No prompt echo",
     "prompt-leak": "No few-shot leak", "refusal": "No refusal", "bare-label": "Not a bare label", "label-named": "Expresses the label, does not name it",
     "commentary": "A text, not a comment on it",
     "formatting": "No markdown/list formatting", "truncation": "Complete (not truncated)",
@@ -165,16 +178,46 @@ def soft_flip(subject: Subject, criteria: CandidateFilter) -> Verdict:
     return Verdict(FAIL, f"still predicts {predicted}")
 
 
+def agreement_shortfall(members: Mapping[str, Mapping[str, Any]], min_prob: float,
+                        agreement: str = "each") -> tuple[dict[str, float], str]:
+    """The members whose P(target) is below ``min_prob`` and count against the candidate.
+
+    Parameters
+    ----------
+    members
+        The judge's ``{member: {"target_prob", "dev_accuracy"?}}``.
+    min_prob
+        The least P(target) a counted member may give.
+    agreement
+        ``"each"``: every member counts. ``"best"``: only the member with the highest stored dev
+        accuracy (ties: the first name in sort order); every member when one has no accuracy stored.
+
+    Returns
+    -------
+    tuple
+        ``({member: P(target)} below min_prob, "who counted" for a reason text)``.
+    """
+    probs = {name: float(m.get("target_prob", 0.0)) for name, m in members.items()}
+    who = "every member"
+    if agreement == "best" and probs:
+        accuracy = {name: m.get("dev_accuracy") for name, m in members.items()}
+        if all(isinstance(a, (int, float)) for a in accuracy.values()):
+            best = sorted(probs, key=lambda n: (-float(accuracy[n]), n))[0]
+            probs = {best: probs[best]}
+            who = f"the most accurate member ({best}, dev {float(accuracy[best]):.2f})"
+    return {name: p for name, p in probs.items() if p < min_prob}, who
+
+
 def member_agreement(subject: Subject, criteria: CandidateFilter) -> Verdict:
     members = _judge(subject).get("members") or {}
     if not members:
         return Verdict(SKIP, "not judged: no ensemble members")
-    low = {name: float(m.get("target_prob", 0.0)) for name, m in members.items()
-           if float(m.get("target_prob", 0.0)) < criteria.min_member_prob}
+    low, who = agreement_shortfall(members, criteria.min_member_prob, getattr(criteria, "agreement", "each"))
     if low:
         return Verdict(FAIL, "P(target) below {:.2f}: ".format(criteria.min_member_prob)
-                       + ", ".join(f"{n} {p:.2f}" for n, p in low.items()))
-    return Verdict(PASS, f"every member ≥ {criteria.min_member_prob:.2f}")
+                       + ", ".join(f"{n} {p:.2f}" for n, p in low.items())
+                       + ("" if who == "every member" else " (the most accurate member)"))
+    return Verdict(PASS, f"{who} ≥ {criteria.min_member_prob:.2f}")
 
 
 def spurious_kept(subject: Subject, criteria: CandidateFilter) -> Verdict:

@@ -17,3 +17,47 @@ def test_every_member_must_be_confident_by_default():
     assert not rule.passes(_scores(0.95, 0.95, kept=False))
     assert CandidateFilter(min_member_prob=0.0).passes(_scores(0.8, 0.2))  # the flip alone, as before
     assert not CandidateFilter(min_member_prob=0.0, min_target_prob=0.6).passes(_scores(0.8, 0.2))
+
+
+def _with_accuracy(scores, *accuracies):
+    for member, acc in zip(scores["judge"]["members"].values(), accuracies, strict=True):
+        member["dev_accuracy"] = acc
+    return scores
+
+
+def test_the_best_member_rule_reads_only_the_most_accurate_member():
+    rule = CandidateFilter(agreement="best")
+    # m1 is the most accurate: its 0.91 decides, the weaker m0's 0.40 does not veto
+    assert rule.passes(_with_accuracy(_scores(0.40, 0.91, 0.70), 0.80, 0.89, 0.77))
+    assert not rule.passes(_with_accuracy(_scores(0.99, 0.62, 0.97), 0.80, 0.89, 0.77))
+    assert not CandidateFilter().passes(_with_accuracy(_scores(0.40, 0.91, 0.70), 0.80, 0.89, 0.77))
+    # the flip is still the majority's
+    assert not rule.passes(_with_accuracy(_scores(0.40, 0.91, 0.30, flipped=False), 0.80, 0.89, 0.77))
+    # no accuracy stored (scores judged before it was): every member counts
+    assert not rule.passes(_scores(0.40, 0.91, 0.70))
+    assert rule.passes(_scores(0.90, 0.91, 0.88))
+
+
+def test_the_agreement_verdict_names_the_member_that_decided():
+    from engine.verification.checks import FAIL, PASS, Subject, member_agreement
+
+    def verdict(scores, rule):
+        return member_agreement(Subject({"text": "a"}, {"text": "b"}, ["Negative", "Positive"], "Positive",
+                                        "Negative", scores=scores), rule)
+
+    scores = _with_accuracy(_scores(0.40, 0.91, 0.70), 0.80, 0.89, 0.77)
+    best = verdict(scores, CandidateFilter(agreement="best"))
+    assert best.status == PASS and "m1" in best.reason and "0.89" in best.reason
+    each = verdict(scores, CandidateFilter())
+    assert each.status == FAIL and "m0 0.40" in each.reason and "m2 0.70" in each.reason and "m1" not in each.reason
+    low = verdict(_with_accuracy(_scores(0.99, 0.62, 0.97), 0.80, 0.89, 0.77), CandidateFilter(agreement="best"))
+    assert low.status == FAIL and "m1 0.62" in low.reason and "m0" not in low.reason
+
+
+def test_an_unknown_agreement_is_a_named_error():
+    import pytest
+
+    from engine.verification.checks import UnknownAgreementError
+
+    with pytest.raises(UnknownAgreementError, match="CB931"):
+        CandidateFilter(agreement="most")

@@ -101,6 +101,15 @@ def test_cli_verify(voted_project, stub, capsys):
     assert out["checks"]["label-flip"] == {"skip": len(rows)} and out["required"][-2:] == ["refusal", "copy"]
     assert main(["-q", "verify", path, "reviews", "--require", "politeness"]) == EXIT_USER_ERROR
     assert "CB930" in capsys.readouterr().err
+    assert main(["-q", "verify", path, "reviews", "--agreement", "best"]) == EXIT_OK
+    out = json.loads(capsys.readouterr().out)
+    assert sum(out["checks"]["member-agreement"].values()) == len(rows)
+    from engine.store import Project
+
+    with Project.open(path, readonly=True) as project:
+        reasons = {r["scores"]["verdicts"]["member-agreement"]["reason"] for r in candidate_rows(project)
+                   if r["status"] != "failed"}
+    assert all("most accurate member" in reason for reason in reasons), reasons
 
 
 def test_the_llm_judge_reads_the_sentences_of_candidates_made_without_the_reader(voted_project, stub):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from engine.counterbias import (
+    CandidateFilter,
     GenerateSettings,
     NothingAcceptedError,
     ReviewError,
@@ -62,3 +63,11 @@ def test_decide_undo_and_augment(voted_project, stub):
     # re-judging with a stricter filter updates the stored scores
     again = judge_candidates(project, [cid], ["r:tiny-distilbert", "r:tiny-roberta", "r:tiny-mpnet"])
     assert set(again) == {cid}
+    members = again[cid]["judge"]["members"]
+    from engine.models.store import get_model
+
+    for name, member in members.items():  # each member's dev accuracy goes with its reading (the "best" rule)
+        assert member["dev_accuracy"] == pytest.approx(get_model(project, name).metrics["dev_accuracy"], abs=1e-4)
+    best = judge_candidates(project, [cid], list(members), criteria=CandidateFilter(agreement="best"))[cid]
+    assert best["verdicts"]["member-agreement"]["status"] in ("pass", "fail")
+    assert "most accurate member" in best["verdicts"]["member-agreement"]["reason"]
