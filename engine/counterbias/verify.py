@@ -68,7 +68,9 @@ class CandidateFilter:
         (an in-sample choice: check it on your own data).
     agreement
         Whose probability ``min_member_prob`` applies to: ``"each"`` (every member) or ``"best"``
-        (the member with the best dev accuracy; the other members still vote in the flip).
+        (the member with the best dev accuracy; the other members still vote in the flip). ``"best"``
+        accepted more good candidates among CAD's shortest reviews but passed half-flipped long
+        ones that a weaker member held back, so ``"each"`` is the default.
     """
 
     require_flip: str = "target"
