@@ -48,8 +48,8 @@ class CandidateFilter(Protocol):
     min_member_prob: float
     agreement: str
 
-__all__ = ["AGREEMENTS", "CHECKS", "LABEL_CHECKS", "UnknownAgreementError", "UnknownCheckError", "Subject", "Verdict", "agreement_shortfall",
-           "label_judged", "run_checks"]
+__all__ = ["AGREEMENTS", "CHECKS", "LABEL_CHECKS", "UnknownAgreementError", "UnknownCheckError", "Subject", "Verdict",
+           "agreement_shortfall", "label_judged", "run_checks"]
 
 #: Which members' P(target) the ``member-agreement`` check reads: ``each`` (every member) or ``best``
 #: (the member with the highest dev accuracy; every member when an accuracy is not stored).
