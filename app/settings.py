@@ -35,6 +35,7 @@ DEFAULTS: dict[str, Any] = {
     "llm_edit_polar": 0.8,
     "llm_edit_moved": 0.25,
     "llm_edit_fresh": True,
+    "llm_edit_opinion": True,
     "llm_edit_triples": False,
     "llm_sentence_reader": "llm",
     "llm_mode": "edit",

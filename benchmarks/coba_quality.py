@@ -17,7 +17,9 @@ are scored the same way. Printed side by side:
   numbers of dates, :func:`engine.counterbias.edit.fact_words`) that the text still holds;
 * spurious words kept: the share of the original's spurious words (``meta.keep_words`` of the
   candidate; for the human revision, the same words) still present (form or lemma), and the
-  share of texts that keep all of them;
+  share of texts that keep all of them; and the share an edit released as opinion words of a sentence
+  read as the original label (``edit_opinion``; for the human revision, the candidate's released words it
+  dropped too);
 * word-level edit distance to the original (Levenshtein over words / original length) and
   BLEU-4 against the original (sacrebleu when installed, else a plain corpus BLEU-4 here);
 * prompt leaks: texts that contain a sentence (four words or more) of the bundled prompts
@@ -371,15 +373,19 @@ def main() -> int:
                 return {}
             fact_kept = sum(len(matched_words(text, facts[k])) for text, k in zip(texts, keys) if facts[k])
             fact_total = sum(len(facts[k]) for k in keys)
-            kept_words = total_words = all_kept = 0
+            kept_words = total_words = all_kept = released = 0
             plain_kept = plain_total = plain_all = 0
             dist, leaked = [], 0
             rated_n = sum(k in rated for k in keys)
             turned = sum(k in rated and not against(text, targets[k], originals[k]["label"], sides)
                          for text, k in zip(texts, keys))
             for text, k in zip(texts, keys):
-                keep = list((first.get(k) or {}).get("meta", {}).get("keep_words") or [])
+                meta = (first.get(k) or {}).get("meta", {})
+                keep = list(meta.get("keep_words") or [])
                 found = matched_words(text, keep) if keep else []
+                freed = {str(w).lower() for fd in meta.get("fields") or [] for e in fd.get("edits") or []
+                         for w in e.get("released") or []}
+                released += sum(w not in found and w.lower() in freed for w in keep)
                 kept_words += len(found)
                 total_words += len(keep)
                 all_kept += len(found) == len(keep)
@@ -393,6 +399,7 @@ def main() -> int:
                 dist.append(edit_distance(o, words(text)) / max(len(o), 1))
                 leaked += bool(leaks(text, originals[k]["text"], sentences))
             return {"spurious_words_kept": kept_words / total_words if total_words else float("nan"),
+                    "released": released / total_words if total_words else float("nan"),
                     "all_spurious_kept": all_kept / len(texts),
                     "plain_kept": plain_kept / plain_total if plain_total else float("nan"),
                     "plain_all_kept": plain_all / len(texts), "edit_distance": sum(dist) / len(dist),
@@ -440,7 +447,8 @@ def main() -> int:
         for name, label in (("ensemble", "flip rate, product ensemble"), ("vader", "flip rate, VADER"),
                             ("tfidf", "flip rate, TF-IDF (IMDb)")):
             print(f"{label:<34}{f(g_rates[name]):>10}{f(h_rates[name]):>10}   (human on the same reviews {f(h_same[name])})")
-        for key, label in (("spurious_words_kept", "spurious words kept (words)"), ("all_spurious_kept", "texts keeping all"),
+        for key, label in (("spurious_words_kept", "spurious words kept (words)"),
+                           ("released", "  gone, released as opinion words"), ("all_spurious_kept", "texts keeping all"),
                            ("plain_kept", "  the same, gendered words left out"), ("plain_all_kept", "  texts keeping all of those"),
                            ("facts_kept", "names and dates kept (words)"),
                            ("edit_distance", "word edit distance to original"), ("bleu4", "BLEU-4 against original")):

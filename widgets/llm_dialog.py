@@ -57,6 +57,7 @@ DEFAULT_VALUES: dict[str, Any] = {
     "edit_polar": 0.8,
     "edit_moved": 0.25,
     "edit_fresh": True,
+    "edit_opinion": True,
     "edit_triples": False,
     "sentence_reader": "llm",
 }
@@ -163,6 +164,10 @@ class LLMDialog(QDialog):
         self.edit_fresh.setToolTip("Edit mode: a sentence whose edit and repair were both unusable, or that the "
                                    "ensemble still reads as unmoved, gets one more request with a new seed (about "
                                    "one sentence in four with the bundled model)")
+        self.edit_opinion = QCheckBox("Ask which words carry the opinion of a sentence read as original")
+        self.edit_opinion.setToolTip("Edit mode: for each sentence read as the original label, the LLM marks the "
+                                     "words that make it so (one short request each); they are named to change, "
+                                     "and spurious words among them may change too (recorded with the candidate)")
         self.edit_triples = QCheckBox("Also edit sentences holding a principal triple (one more LLM request per "
                                       "sentence)")
         self.edit_triples.setToolTip("Edit mode: extract the fact triples of every sentence first (as the "
@@ -188,6 +193,7 @@ class LLMDialog(QDialog):
         gen_form.addRow("Edit sentences read as original, P ≥", self.edit_polar)
         gen_form.addRow("Repair edits that did not move, gain <", self.edit_moved)
         gen_form.addRow("", self.edit_fresh)
+        gen_form.addRow("", self.edit_opinion)
         gen_form.addRow("", self.edit_triples)
 
         self.test_button = QPushButton("Test connection")
@@ -246,6 +252,7 @@ class LLMDialog(QDialog):
         self.edit_polar.setValue(float(values.get("edit_polar", DEFAULT_VALUES["edit_polar"])))
         self.edit_moved.setValue(float(values.get("edit_moved", DEFAULT_VALUES["edit_moved"])))
         self.edit_fresh.setChecked(bool(values.get("edit_fresh", DEFAULT_VALUES["edit_fresh"])))
+        self.edit_opinion.setChecked(bool(values.get("edit_opinion", DEFAULT_VALUES["edit_opinion"])))
         self.edit_triples.setChecked(bool(values.get("edit_triples", DEFAULT_VALUES["edit_triples"])))
         self.mode.setCurrentIndex(max(self.mode.findData(str(values.get("mode") or "edit")), 0))
         self.sentence_reader.setCurrentIndex(max(self.sentence_reader.findData(
@@ -270,6 +277,7 @@ class LLMDialog(QDialog):
             "edit_polar": round(self.edit_polar.value(), 2),
             "edit_moved": round(self.edit_moved.value(), 2),
             "edit_fresh": self.edit_fresh.isChecked(),
+            "edit_opinion": self.edit_opinion.isChecked(),
             "edit_triples": self.edit_triples.isChecked(),
             "sentence_reader": self.sentence_reader.currentData(),
         }
@@ -359,7 +367,8 @@ class LLMDialog(QDialog):
         reconstruct = self.mode.currentData() == "reconstruct"
         for widget in (self.shuffle, self.drop_prob):
             widget.setEnabled(reconstruct)
-        for widget in (self.sentence_reader, self.edit_polar, self.edit_moved, self.edit_fresh, self.edit_triples):
+        for widget in (self.sentence_reader, self.edit_polar, self.edit_moved, self.edit_fresh, self.edit_opinion,
+                       self.edit_triples):
             widget.setEnabled(not reconstruct)
 
     def _show_device(self) -> None:
@@ -424,6 +433,7 @@ def settings_from_values(values: Mapping[str, Any]) -> GenerateSettings:
         edit_polar=float(values["edit_polar"]),
         edit_moved=float(values["edit_moved"]),
         edit_fresh=bool(values["edit_fresh"]),
+        edit_opinion=bool(values.get("edit_opinion", True)),
         edit_triples=bool(values.get("edit_triples", False)),
         sentence_reader=str(values["sentence_reader"] or "llm"),
     )

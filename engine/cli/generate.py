@@ -56,6 +56,9 @@ def _add_generate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-edit-fresh", action="store_true",
                    help="edit mode: do not try a sentence once more (fresh conversation, new seed) when its edit "
                    "and repair were both unusable, or the sentence reader still reads it as unmoved")
+    p.add_argument("--no-opinion-words", action="store_true",
+                   help="edit mode: do not ask the LLM which words make a sentence read as the original label (by "
+                   "default they are named to change, and spurious words among them may change)")
     p.add_argument("--edit-triples", action="store_true",
                    help="edit mode: also extract every sentence's fact triples (one LLM request per sentence) and edit "
                    "the sentences holding a principal triple (by default sentences are chosen by their principal words)")
@@ -75,6 +78,7 @@ def _run_generate(args: argparse.Namespace, progress: StderrProgress, cancel: Ca
         max_tokens=args.max_tokens, shuffle=not args.no_shuffle, drop_prob=args.drop_prob,
         swap_gender=not args.no_gender_swap, mode=args.mode, repair_flip=not args.no_flip_repair,
         edit_polar=args.edit_polar, edit_moved=args.edit_moved, edit_fresh=not args.no_edit_fresh,
+        edit_opinion=not args.no_opinion_words,
         edit_triples=args.edit_triples, sentence_reader=args.sentence_reader,
         fields=tuple(csv_list(args.fields)) if args.fields else None,
     )

@@ -55,12 +55,19 @@ class SentenceEdit:
     failure: str | None = None
     #: The accepted edit as the LLM wrote it; ``new`` is it after the gender swap.
     answer: str | None = None
+    #: The words the LLM marked as making the sentence read as the original label (``None``: not asked, or no
+    #: verdict): named to change.
+    opinion: list[str] | None = None
+    #: Spurious words inside ``opinion``: the edit may change them (not in ``keep``).
+    released: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {"index": self.index, "original": self.original, "sentence": self.sentence, "change": self.change,
                 "keep": self.keep, "new": self.new, "answer": self.answer, "raw": [r[:2000] for r in self.raw],
                 "problems": self.problems,
-                "failure": self.failure}
+                "failure": self.failure,
+                **({"opinion": self.opinion} if self.opinion is not None else {}),
+                **({"released": self.released} if self.released else {})}
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,10 @@ holding a principal triple):
    sentence stays as it was (its ``failure`` says why); the slot fails, with that reason, only
    when none of its sentences could be edited. Sentences without a principal word that the
    sentence reader (``sentence_reader``: the LLM by default, :mod:`~.sentence_reading`) reads as
-   the original label are edited too (``edit_polar``). A usable edit that the reader does not
+   the original label are edited too (``edit_polar``); for each sentence it reads so, the LLM is
+   asked once which words make it (``edit_opinion``, :mod:`~.opinion_words`): those are named to
+   change instead of the principal words, and a spurious word among them is released (the
+   edit may change it; ``released`` in the edit's record). A usable edit that the reader does not
    see move toward the target (``edit_moved``: a synonym where the opposite was asked) is
    repaired once too, and the repair kept only if it reads more as
    the target. A sentence still unusable after its repair, or still unmoved, gets one fresh try
@@ -100,6 +103,7 @@ from engine.counterbias.manipulate import (
     swap_gender,
     swap_triple,
 )
+from engine.counterbias.opinion_words import OpinionFinder
 from engine.counterbias.sentence_reading import create_reader, residual_sentences
 from engine.counterbias.settings import GenerateSettings, GenerationConfigError, targets_for
 from engine.counterbias.triple_store import current_rows, load_triples
@@ -125,7 +129,7 @@ __all__ = ["GenerateResult", "clean_reconstruction", "generate_counterbias"]
 
 METHOD = "coba"
 PROMPTS = ("rewrite", "rewrite_repair", "reconstruct", "reconstruct_repair", "edit_sentence",
-           "edit_sentence_repair", "edit_sentence_strong", "edit_flip_repair", "read_sentence")
+           "edit_sentence_repair", "edit_sentence_strong", "edit_flip_repair", "read_sentence", "opinion_words")
 
 
 @dataclass
@@ -351,6 +355,8 @@ def generate_counterbias(
             polar_fn = (create_reader(settings.sentence_reader, project, client, members, dataset.labels,
                                       settings.task_description(dataset.labels), token)
                         if settings.mode == "edit" and "text" in fields else None)
+            finder = (OpinionFinder(client, dataset.labels, settings.task_description(dataset.labels), token)
+                      if settings.mode == "edit" and settings.edit_opinion and polar_fn is not None else None)
             if settings.mode == "edit":
                 by_label = label_word_z(project, dataset.id)
                 sides = label_rating_sides(project, dataset.id, field="text") if "text" in dataset.text_fields else {}
@@ -373,7 +379,8 @@ def generate_counterbias(
                 token.raise_if_cancelled()
                 chunk = slots[start : start + chunk_size]
                 if settings.mode == "edit":
-                    _edit_chunk(client, chunk, dataset, settings, mapping, token, guard, label_fn, polar_fn)
+                    _edit_chunk(client, chunk, dataset, settings, mapping, token, guard, label_fn, polar_fn,
+                                finder)
                 else:
                     _run_chunk(client, chunk, dataset, settings, mapping, token, guard)
                 created, failed = project.writer.run(_store_slots, run.id, chunk, key, llm_config, vote_set["id"])
@@ -641,9 +648,20 @@ def _sentences_as_written(text: str) -> tuple[str, list[tuple[int, int]], list[s
     return base, spans, [base[a:b] for a, b in spans]
 
 
+def _polar_sentences(polar_fn: Any, raw: Sequence[str], label: str, min_polar: float) -> list[int]:
+    """The sentences (of three words or more) the reader reads alone as ``label`` with at least ``min_polar``."""
+    if polar_fn is None or min_polar <= 0 or not raw:
+        return []
+    return [i for i, p in enumerate(polar_fn(list(raw), label)) if p >= min_polar and len(raw[i].split()) >= 3]
+
+
 def _plan_edits(slot: Slot, plan: FieldPlan, mapping: dict[str, str], polar_fn: Any = None,
-                min_polar: float = 1.0) -> tuple[str, list[tuple[int, int]]] | None:
-    """Fill ``plan.edits`` (the sentences to rewrite, as written); return the text's base and spans."""
+                min_polar: float = 1.0, finder: OpinionFinder | None = None) -> tuple[str, list[tuple[int, int]]] | None:
+    """Fill ``plan.edits`` (the sentences to rewrite, as written); return the text's base and spans.
+
+    With a ``finder``, a sentence read as the original label names its opinion words to change (not the
+    principal words), and the spurious words among them are released (:mod:`engine.counterbias.opinion_words`).
+    """
     base, spans, raw = _sentences_as_written(plan.original)
     if not raw:
         slot.fail("edit", f"Example {slot.example['id']} ({plan.field}) has no sentence to edit.", retriable=False,
@@ -656,11 +674,11 @@ def _plan_edits(slot: Slot, plan: FieldPlan, mapping: dict[str, str], polar_fn: 
     # the LLM edits the sentences as written; the gender swap is applied to its answer (a model asked to
     # copy "the male lead" of a swapped text wrote "the female lead" back, and the edit was refused)
     plan.others = list(raw)
+    label = str(slot.example["label"])
     polar: list[int] = []
-    if polar_fn is not None and min_polar > 0 and plan.field == "text":
-        probs = polar_fn(raw, str(slot.example["label"]))
-        polar = [i for i, p in enumerate(probs) if p >= min_polar and len(raw[i].split()) >= 3]
-        plan.polar = polar
+    if plan.field == "text":
+        polar = plan.polar = _polar_sentences(polar_fn, raw, label, min_polar)
+    opinions = dict(zip(polar, finder.find([(raw[i], label) for i in polar]), strict=True)) if finder else {}
     # a rating ("9/10") that goes with the original label is an opinion to turn, whatever the vote says
     ratings = ({i: [r.text for r in against(s, slot.target, str(slot.example["label"]), slot.sides)]
                 for i, s in enumerate(raw)} if plan.field == "text" and slot.sides else {})
@@ -681,10 +699,24 @@ def _plan_edits(slot: Slot, plan: FieldPlan, mapping: dict[str, str], polar_fn: 
         # the label's strongest words stand in only where no principal word was (their z lists "take", "D" of
         # "D&D", "horror" too: named in place of a dropped "joy", they got "joy" -> "sorrow" and "Dungeons & Dragons")
         change = principal or (_cue_words(raw[i], slot.cues, keep) if not named or i in polar else [])
+        # the words that make the sentence read as its label, instead of the vote's (a single word the data tie
+        # to the target already speaks for it, as with principal words)
+        opinion = [o for o in opinions.get(i) or [] if len(o.split()) > 1
+                   or slot.target_z.get(normalize(o), 0.0) < CUE_Z] if opinions.get(i) is not None else None
+        released: list[str] = []
+        if opinion:
+            # a principal word outside the marked phrases still goes in when it reads alone as the label ("bad" left
+            # out of "annoyed"), not when it reads as none ("movie", "could", "2001": named, the LLM swapped synonyms)
+            rest = [w for w in principal if not any(has_word(o, w) for o in opinion)]
+            change = [*opinion, *(w for w, p in zip(rest, polar_fn(rest, label) if rest else [], strict=True)
+                                  if p >= min_polar)]
+            fixed = {w.lower() for w in [*gendered, *facts]}
+            released = [w for w in keep if w.lower() not in fixed and any(has_word(o, w) for o in opinion)]
         done = named and not change and i not in polar and i not in rated
         change = list(dict.fromkeys([*ratings.get(i, []), *(named if done else change)]))
-        keep = [w for w in keep if w.lower() not in {c.lower() for c in change}]
-        (spoken if done else edits).append(SentenceEdit(i, raw[i], raw[i], change, keep))
+        keep = [w for w in keep if w.lower() not in {c.lower() for c in change} and w not in released]
+        (spoken if done else edits).append(SentenceEdit(i, raw[i], raw[i], change, keep, opinion=opinion,
+                                                        released=released))
     if not edits:  # every chosen sentence spoke for the target already: edit them as before rather than none
         edits = spoken
     plan.edits.extend(edits)
@@ -862,20 +894,32 @@ def _fail_unedited(slot: Slot) -> None:
 
 def _edit_chunk(client: CachedClient, slots: list[Slot], dataset: DatasetInfo, settings: GenerateSettings,
                 mapping: dict[str, str], token: CancelToken, guard: LeakGuard,
-                label_fn: Any = None, polar_fn: Any = None) -> None:
+                label_fn: Any = None, polar_fn: Any = None, finder: OpinionFinder | None = None) -> None:
     """Edit mode: rewrite the sentences holding principal words, one request each (see the module doc)."""
     task = settings.task_description(dataset.labels)
     layout: dict[int, tuple[str, list[tuple[int, int]], list[str]]] = {}
     jobs: list[tuple[Slot, FieldPlan, SentenceEdit, ChatRequest]] = []
     if settings.edit_polar > 0 and hasattr(polar_fn, "read"):  # every reading of the chunk in one batch (a server
         # answers them concurrently), not one batch per text as each is planned
-        polar_fn.read([s for slot in slots if slot.error is None for plan in slot.fields if plan.field == "text"
-                       for s in _sentences_as_written(plan.original)[2]])
+        read = {id(slot): [s for plan in slot.fields if plan.field == "text" for s in _sentences_as_written(plan.original)[2]]
+                for slot in slots if slot.error is None}
+        polar_fn.read([s for mine in read.values() for s in mine])
+        _fail_unplanned(slots, polar_fn, read, "read")
+    if finder is not None:  # the opinion words of every sentence read as the original label, in one batch too
+        items: dict[int, list[tuple[str, str]]] = {}
+        for slot in slots:
+            for plan in slot.fields if slot.error is None else ():
+                raw = _sentences_as_written(plan.original)[2] if plan.field == "text" else []
+                label = str(slot.example["label"])
+                items.setdefault(id(slot), []).extend(
+                    (raw[i], label) for i in _polar_sentences(polar_fn, raw, label, settings.edit_polar))
+        finder.find([i for mine in items.values() for i in mine])
+        _fail_unplanned(slots, finder, {k: [s for s, _ in mine] for k, mine in items.items()}, "marked for its opinion words")
     for slot in slots:
         if slot.error is not None:
             continue
         for plan in slot.fields:
-            found = _plan_edits(slot, plan, mapping, polar_fn, settings.edit_polar)
+            found = _plan_edits(slot, plan, mapping, polar_fn, settings.edit_polar, finder)
             if found is None:
                 break
             base, spans = found
@@ -942,6 +986,17 @@ def _edit_chunk(client: CachedClient, slots: list[Slot], dataset: DatasetInfo, s
         _residual(live, polar_fn)
     if hasattr(polar_fn, "failure_for"):
         _fail_unread(slots, polar_fn)
+
+
+def _fail_unplanned(slots: Sequence[Slot], asker: Any, sentences: Mapping[int, Sequence[str]], what: str) -> None:
+    """Fail (retriably, step "read") a slot one of whose ``sentences`` (``{id(slot): [...]}``) could not be read or
+    marked before its edits were planned: planned without that answer, its edit requests would differ from the next
+    run's, and be sent for nothing."""
+    for slot in slots:
+        failure = asker.failure_for(sentences.get(id(slot), [])) if slot.error is None else None
+        if failure is not None:
+            slot.fail("read", f"A sentence could not be {what}: {failure.message}", retriable=failure.retriable,
+                      hint=failure.hint)
 
 
 def _fail_unread(slots: Sequence[Slot], reader: Any) -> None:

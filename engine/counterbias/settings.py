@@ -77,6 +77,11 @@ class GenerateSettings:
         one more request: the first prompt again, in a fresh conversation with a new seed; an
         unmoved edit is replaced only by an answer that reads more as the target. About one
         sentence in four with the bundled model; ``False`` saves those requests.
+    edit_opinion
+        Edit mode: for each sentence the sentence reader reads as the original label (``edit_polar``), ask
+        the LLM once which words make it do so (:mod:`engine.counterbias.opinion_words`); they are named to
+        change instead of the principal words, and a spurious word among them is released (the edit may
+        change it; recorded, and not held against the candidate). ``False``: principal words only.
     edit_triples
         Edit mode: also extract the LLM's fact triples of every sentence (one request per sentence,
         as CoBA's reconstruction needs) and edit the sentences holding a principal triple besides
@@ -105,6 +110,7 @@ class GenerateSettings:
     edit_polar: float = 0.8
     edit_moved: float = 0.25
     edit_fresh: bool = True
+    edit_opinion: bool = True
     edit_triples: bool = False
     sentence_reader: str = "llm"
 

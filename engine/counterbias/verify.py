@@ -10,7 +10,8 @@ Per candidate (stored in ``candidates.scores``):
 ``spurious_kept``
     Whether every spurious word of the original (``meta.keep_words``, found by form or lemma)
     still occurs in the candidate, and which are missing. Gendered words swapped on purpose
-    are not required.
+    are not required, nor words an edit released as opinion words of a sentence read as the
+    original label (listed in ``released_spurious``).
 ``verdicts``
     ``{check name: {"status": "pass"|"fail"|"skip", "reason": ...}}`` of every registered
     check (:mod:`engine.verification.checks`: the flips, spurious words, the heuristics for
@@ -178,11 +179,16 @@ def judge_candidates(
         text = " ".join(row.get(f) or "" for f in edited)
         swapped = {str(a).lower() for f in meta.get("fields") or [] for a, _ in f.get("gender_swaps") or []}
         keep = [w for w in meta.get("keep_words") or [] if w.lower() not in swapped]  # swapped on purpose
-        missing = [w for w in keep if w not in matched_words(text, keep)]
+        gone = [w for w in keep if w not in matched_words(text, keep)]
+        # released on purpose: an opinion word of a sentence read as the original label (edit mode)
+        released = {str(w).lower() for f in meta.get("fields") or [] for e in f.get("edits") or []
+                    for w in e.get("released") or []}
+        missing = [w for w in gone if w.lower() not in released]
         sha1 = hashlib.sha1(text.encode("utf-8")).hexdigest()
         scores: dict[str, Any] = {
             "spurious_kept": not missing,
             "missing_spurious": missing,
+            "released_spurious": [w for w in gone if w.lower() in released],
             # which text these scores belong to (an analyst's edit is judged again)
             "judged_text_sha1": sha1,
         }

@@ -13,7 +13,8 @@ Built-in checks
 ``soft-flip``        the majority no longer predicts the original label (SLFR)
 ``member-agreement`` every member (or, with ``agreement="best"``, the member with the best dev accuracy)
                      gives the target at least ``min_member_prob``
-``spurious-kept``    every spurious word of the original is still there (swapped gendered words excepted)
+``spurious-kept``    every spurious word of the original is still there (swapped gendered words and words
+                     released as opinion words excepted)
 ``prompt-echo``      no prompt scaffolding ("Sentence to edit:", "Here is …")
 ``prompt-leak``      no sentence or 6-word run of the prompts' few-shot examples
 ``refusal``          the model did not decline
@@ -229,6 +230,10 @@ def spurious_kept(subject: Subject, criteria: CandidateFilter) -> Verdict:
     missing = list(subject.scores.get("missing_spurious") or [])
     if missing:
         return Verdict(FAIL, "missing: " + ", ".join(missing))
+    released = list(subject.scores.get("released_spurious") or [])
+    if released:
+        return Verdict(PASS, f"{len(keep) - len(released)} of {len(keep)} kept; released as opinion words: "
+                       + ", ".join(released))
     return Verdict(PASS, f"all {len(keep)} kept")
 
 

@@ -93,12 +93,22 @@ def read_sentence(user: str) -> str:
     return found[0] if found else none.strip()
 
 
+def opinion_words(user: str) -> str:
+    """The scripted opinion-word marker: the sentence's opinion words (both sides), comma-separated, or none."""
+    sentence = user.split("Sentence:", 1)[1]
+    found = [w for w in re.findall(r"[A-Za-z]+", sentence) if w.lower() in POSITIVE | NEGATIVE]
+    return ", ".join(dict.fromkeys(found)) or "none"
+
+
 def scripted_reply(body: dict[str, Any]) -> str:
     """Triples for ``Sentence:``, flipped lines for ``Facts to edit:``, a sentence for ``Facts, in order:``,
-    an edited sentence for ``Sentence to edit:`` (edit mode, repairs included), a label for ``Sentence to read:``."""
+    an edited sentence for ``Sentence to edit:`` (edit mode, repairs included), a label for ``Sentence to read:``,
+    opinion words for ``Read as:``."""
     user = _last_user(body)
     if "Sentence to read:" in user:
         return read_sentence(user)
+    if "\nRead as:" in user and "\nSentence:" in user:
+        return opinion_words(user)
     sentence = sentence_to_edit(body)
     if sentence is not None:
         return edit_sentence(sentence, words_to_keep(body), target_of(body))

@@ -98,7 +98,9 @@ def test_untouched_sentences_stay_byte_identical(voted_project, stub, tmp_path):
             in edits[0]["messages"][-1]["content"])
     meta = row["meta"]
     assert meta["mode"] == "edit" and meta["repairs"] == {}
-    assert meta["fields"][0]["edits"][0]["keep"] == ["plot"] and meta["fields"][0]["edits"][0]["change"] == ["great"]
+    # the sentence reads as Positive: its opinion words (the LLM's marking) are named to change
+    assert meta["fields"][0]["edits"][0]["keep"] == ["plot"]
+    assert meta["fields"][0]["edits"][0]["change"] == meta["fields"][0]["edits"][0]["opinion"] == ["great", "lovely"]
     assert meta["edit_distance"]["text"] == pytest.approx(1 / 21, abs=1e-3)
 
 
@@ -646,8 +648,13 @@ def test_a_sentence_whose_principal_words_already_speak_for_the_target_is_left_a
     assert len(result.created) == 1, rows[0]["meta"].get("error")
     assert [sentence_to_edit(b) for b in sent if _editing(b)] == [TARGET]
     edits = rows[0]["meta"]["fields"][0]["edits"]
-    assert [e["sentence"] for e in edits] == [TARGET] and edits[0]["change"] == ["great"]
+    # the sentence reads as Positive, and the LLM marks its opinion words: those are named
+    assert [e["sentence"] for e in edits] == [TARGET] and edits[0]["change"] == ["great", "lovely"]
     assert rows[0]["text"].endswith("The dull cinema was cold.")
+    # without the marking, the principal words are named, "dull" never
+    _, rows = _run(voted_project, stub(reply=scripted_reply), swap_gender=False, repair_flip=False,
+                   edit_opinion=False)
+    assert [r["meta"]["fields"][0]["edits"][0]["change"] for r in rows] == [["great", "lovely"], ["great"]]
 
 
 #: Written for these tests: the last sentence speaks for the label without holding a principal word.
@@ -722,8 +729,9 @@ def test_an_unusable_reading_is_asked_once_more_then_is_no_verdict(voted_project
 
 def test_a_reading_lost_in_transport_fails_the_slot_and_the_next_run_sends_only_it(voted_project, stub, tmp_path):
     """A read request answered 500 (client retries off): it is not sent again in that run (the chunk's readings
-    are sent once, before the edits are planned), the slot is stored as failed at step "read", retriably; a second
-    run re-sends that one request and makes the candidate from the cache otherwise."""
+    are sent once, before the edits are planned), the slot is stored as failed at step "read", retriably, before any
+    edit request is sent (planned without that reading, they would differ from the next run's); a second run
+    re-sends that one reading and makes the candidate, the other readings coming from the cache."""
     _dataset_with_vote(voted_project, tmp_path, review=RECOMMENDED)
     attempts: dict[str, int] = {}
 
@@ -734,7 +742,8 @@ def test_a_reading_lost_in_transport_fails_the_slot_and_the_next_run_sends_only_
             return "500" if attempt == 1 else "ok"
         return "ok"
 
-    server = stub(plan, reply=scripted_reply)
+    sent = []
+    server = stub(plan, reply=lambda body: sent.append(body) or scripted_reply(body))
     config = LLMConfig(backend="openai", model="stub", base_url=server.base_url, max_retries=0)
     dataset = voted_project.dataset("multi")
     first = [int(next(iter(voted_project.iter_examples(dataset.id)))["id"])]
@@ -743,5 +752,106 @@ def test_a_reading_lost_in_transport_fails_the_slot_and_the_next_run_sends_only_
     row = candidate_rows(voted_project, dataset_id=dataset.id)[0]
     assert not one.created and row["status"] == "failed" and attempts["cinema"] == 1
     assert row["meta"]["error"]["step"] == "read" and row["meta"]["error"]["retriable"]
+    assert one.sent == 4 and not any(map(_editing, sent))  # the four readings only
     two = generate_counterbias(voted_project, dataset.id, first, config, settings=settings, judge=())
-    assert len(two.created) == 1 and attempts["cinema"] == 2 and two.sent == 1
+    assert len(two.created) == 1 and attempts["cinema"] == 2 and two.cache_hits >= 3
+
+
+def _marking(body) -> bool:
+    return "\nRead as:" in body["messages"][-1]["content"]
+
+
+def test_a_spurious_word_marked_as_an_opinion_word_is_released(voted_project, stub, tmp_path):
+    """The principal sentence reads as Positive and the LLM marks "great, lovely" as what makes it so (prompt
+    ``opinion_words``). "lovely" is a spurious word: it is released (not among the words to copy), the edit changes
+    it, the candidate records it, and the spurious-word check passes without it ("plot" is still required)."""
+    from engine.counterbias import judge_candidates
+    from tests.engine.counterbias.scripted_llm import words_to_keep
+
+    _dataset_with_vote(voted_project, tmp_path, spurious=("plot", "lovely"))
+    sent = []
+
+    def reply(body):
+        sent.append(body)
+        sentence = sentence_to_edit(body)
+        if sentence is None:
+            return scripted_reply(body)
+        edited = sentence.replace("great", "dreadful")
+        return edited if "lovely" in words_to_keep(body) else edited.replace("lovely", "dreary")
+
+    result, rows = _run(voted_project, stub(reply=reply), swap_gender=False, repair_flip=False)
+    assert len(result.created) == 1, rows[0]["meta"].get("error")
+    edit = rows[0]["meta"]["fields"][0]["edits"][0]
+    assert edit["opinion"] == ["great", "lovely"] and edit["released"] == ["lovely"] and edit["keep"] == ["plot"]
+    marked = [b["messages"][-1]["content"] for b in sent if _marking(b)]
+    assert len(marked) == 1 and "Read as: Positive" in marked[0] and marked[0].endswith("Sentence: " + TARGET)
+    assert rows[0]["text"] == REVIEW.replace("great", "dreadful").replace("lovely", "dreary")
+    scores = judge_candidates(voted_project, result.created, [])[result.created[0]]
+    assert scores["missing_spurious"] == [] and scores["released_spurious"] == ["lovely"]
+    assert scores["verdicts"]["spurious-kept"] == {
+        "status": "pass", "reason": "1 of 2 kept; released as opinion words: lovely"}
+
+
+def test_an_unusable_marking_is_no_verdict_and_edit_opinion_off_sends_none(voted_project, stub, tmp_path):
+    """The marking is data: an answer naming words that are not in the sentence marks nothing, so the sentence is
+    planned as without it (principal words named, every spurious word kept); ``edit_opinion=False`` sends no
+    marking request at all."""
+    _dataset_with_vote(voted_project, tmp_path, spurious=("plot", "lovely"))
+    sent = []
+
+    def reply(body):
+        sent.append(body)
+        return "a dull mess from start to finish" if _marking(body) else scripted_reply(body)
+
+    _run(voted_project, stub(reply=reply), swap_gender=False, repair_flip=False, edit_opinion=False)
+    assert sent and not any(map(_marking, sent))
+    _, rows = _run(voted_project, stub(reply=reply), swap_gender=False, repair_flip=False)
+    edit = rows[-1]["meta"]["fields"][0]["edits"][0]
+    assert sum(map(_marking, sent)) == 1
+    assert "opinion" not in edit and "released" not in edit
+    assert edit["change"] == ["great"] and edit["keep"] == ["plot", "lovely"]
+
+
+def test_a_marking_lost_in_transport_fails_the_slot_and_the_next_run_sends_only_it(voted_project, stub, tmp_path):
+    """A marking request answered 500 (client retries off) fails the slot retriably at step "read" before any edit
+    request is sent (planned without the marking, they would differ from the next run's); the next run sends the
+    marking again, then the edit."""
+    _dataset_with_vote(voted_project, tmp_path)
+    attempts = []
+
+    def plan(body, attempt):
+        if _marking(body):
+            attempts.append(attempt)
+            return "500" if attempt == 1 else "ok"
+        return "ok"
+
+    server = stub(plan, reply=scripted_reply)
+    config = LLMConfig(backend="openai", model="stub", base_url=server.base_url, max_retries=0)
+    dataset = voted_project.dataset("multi")
+    first = [int(next(iter(voted_project.iter_examples(dataset.id)))["id"])]
+    settings = GenerateSettings(swap_gender=False, repair_flip=False)
+    one = generate_counterbias(voted_project, dataset.id, first, config, settings=settings, judge=())
+    row = candidate_rows(voted_project, dataset_id=dataset.id)[0]
+    assert not one.created and row["status"] == "failed" and attempts == [1] and one.sent == 4  # readings, marking
+    assert row["meta"]["error"]["step"] == "read" and row["meta"]["error"]["retriable"]
+    two = generate_counterbias(voted_project, dataset.id, first, config, settings=settings, judge=())
+    # sent: the marking, the edit never sent before, the reading of the edited sentence
+    assert len(two.created) == 1 and attempts == [1, 2] and two.sent == 3
+
+
+def test_a_principal_word_outside_the_marking_is_named_only_when_it_reads_as_the_label(voted_project, stub, tmp_path):
+    """The LLM marks only "lovely"; of the principal words left outside the marking, "great" reads alone as Positive
+    (the sentence reader) and is named too, "music" reads as none and is not."""
+    _dataset_with_vote(voted_project, tmp_path, principal=("great", "music"))
+    sent = []
+
+    def reply(body):
+        sent.append(body)
+        return "lovely" if _marking(body) else scripted_reply(body)
+
+    result, rows = _run(voted_project, stub(reply=reply), swap_gender=False, repair_flip=False)
+    edit = rows[0]["meta"]["fields"][0]["edits"][0]
+    assert edit["opinion"] == ["lovely"] and edit["change"] == ["lovely", "great"]
+    read = [b["messages"][-1]["content"].rsplit("Sentence to read: ", 1)[1] for b in sent
+            if "Sentence to read:" in b["messages"][-1]["content"]]
+    assert {"great", "music"} <= set(read)

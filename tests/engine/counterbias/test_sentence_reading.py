@@ -73,7 +73,34 @@ def test_readers_are_registered_by_name_and_settings_refuse_unknown_ones():
 
 
 def test_the_doctests_hold():
+    from engine.counterbias import opinion_words
     from engine.llm import label_answer
 
-    for module in (sentence_reading, label_answer):
+    for module in (sentence_reading, label_answer, opinion_words):
         assert doctest.testmod(module).failed == 0
+
+
+def test_opinion_words_are_phrases_of_the_sentence_and_remembered(tmp_path, stub):
+    """The marking is untrusted data: only phrases found in the sentence count (as written there), at most
+    :data:`MAX_PHRASES`, none of more than :data:`MAX_PHRASE_WORDS` words; ``none`` is an empty marking, an answer
+    with no usable phrase is no verdict; each (sentence, label) is asked once."""
+    from engine.counterbias.opinion_words import MAX_PHRASE_WORDS, OpinionFinder
+
+    sent = []
+    answers = {"The acting is FLAT and it lacks any direction.": "Answer: acting is flat, lacks any direction, wooden",
+               "They meet in Rome.": "None.",
+               "A lovely film.": "The film is a dull mess",
+               "Long one here.": " ".join(["word"] * (MAX_PHRASE_WORDS + 1))}
+    server = stub(reply=lambda body: sent.append(body) or answers[body["messages"][-1]["content"].rsplit(
+        "Sentence: ", 1)[1]])
+    project = Project.create(tmp_path / "marker.cbproj")
+    backend = create_backend(LLMConfig(backend="openai", model="stub", base_url=server.base_url, max_retries=0))
+    try:
+        finder = OpinionFinder(CachedClient(backend, project), ["Negative", "Positive"], "sentiment of a review")
+        items = [(s, "Negative") for s in answers]
+        assert finder.find(items) == [["acting is FLAT", "lacks any direction"], [], None, None]
+        assert "Read as: Negative" in sent[0]["messages"][-1]["content"]
+        assert finder.find(items[:2]) == [["acting is FLAT", "lacks any direction"], []] and len(sent) == 4
+    finally:
+        backend.close()
+        project.close()
