@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from engine.llm.local_backend import LocalBackend, gpu_of, runtime_devices
 from engine.llm.config import LLMConfig
 from widgets.llm_dialog import LLMDialog
@@ -18,17 +20,19 @@ def test_the_dialog_names_the_local_device_and_the_server_otherwise(qtbot):
     assert dialog.device.text().startswith("On the server") and dialog.concurrency.isEnabled()
 
 
-def test_the_fresh_try_setting_goes_from_the_dialog_to_the_generation_settings(qtbot):
+@pytest.mark.parametrize("name", ["edit_fresh", "edit_opinion"])
+def test_an_edit_switch_on_by_default_goes_from_the_dialog_to_the_generation_settings(qtbot, name):
     from widgets.llm_dialog import DEFAULT_VALUES, settings_from_values
 
     dialog = LLMDialog({**DEFAULT_VALUES, "backend": "local", "model": "smollm2-135m"})
     qtbot.addWidget(dialog)
-    assert dialog.edit_fresh.isChecked() and settings_from_values(dialog.values()).edit_fresh
-    dialog.edit_fresh.setChecked(False)
-    assert settings_from_values(dialog.values()).edit_fresh is False
-    off = LLMDialog({**DEFAULT_VALUES, "edit_fresh": False})
+    box = getattr(dialog, name)
+    assert box.isChecked() and getattr(settings_from_values(dialog.values()), name) is True
+    box.setChecked(False)
+    assert getattr(settings_from_values(dialog.values()), name) is False
+    off = LLMDialog({**DEFAULT_VALUES, name: False})
     qtbot.addWidget(off)
-    assert off.edit_fresh.isChecked() is False
+    assert getattr(off, name).isChecked() is False
 
 
 def test_the_triples_setting_goes_from_the_dialog_to_the_generation_settings(qtbot):
@@ -49,7 +53,8 @@ def test_the_mode_enables_only_the_controls_it_reads_and_keeps_the_others_values
 
     dialog = LLMDialog({**DEFAULT_VALUES, "backend": "local", "model": "smollm2-135m", "drop_prob": 0.25})
     qtbot.addWidget(dialog)
-    edit_only = (dialog.sentence_reader, dialog.edit_polar, dialog.edit_moved, dialog.edit_fresh, dialog.edit_triples)
+    edit_only = (dialog.sentence_reader, dialog.edit_polar, dialog.edit_moved, dialog.edit_fresh, dialog.edit_opinion,
+                 dialog.edit_triples)
     assert dialog.mode.currentData() == "edit"
     assert not dialog.shuffle.isEnabled() and not dialog.drop_prob.isEnabled()
     assert all(widget.isEnabled() for widget in edit_only)
