@@ -701,8 +701,8 @@ def _plan_edits(slot: Slot, plan: FieldPlan, mapping: dict[str, str], polar_fn: 
         change = principal or (_cue_words(raw[i], slot.cues, keep) if not named or i in polar else [])
         # the words that make the sentence read as its label, instead of the vote's (a single word the data tie
         # to the target already speaks for it, as with principal words)
-        opinion = [o for o in opinions.get(i) or [] if len(o.split()) > 1
-                   or slot.target_z.get(normalize(o), 0.0) < CUE_Z] if opinions.get(i) is not None else None
+        opinion = [o for o in opinions.get(i) or [] if (len(o.split()) > 1 or slot.target_z.get(normalize(o), 0.0) < CUE_Z)
+                   and not _all_fixed(o, [*gendered, *facts])] if opinions.get(i) is not None else None
         released: list[str] = []
         if opinion:
             # a principal word outside the marked phrases still goes in when it reads alone as the label ("bad" left
@@ -722,6 +722,19 @@ def _plan_edits(slot: Slot, plan: FieldPlan, mapping: dict[str, str], polar_fn: 
     plan.edits.extend(edits)
     plan.keep = list(dict.fromkeys(w for e in plan.edits for w in e.keep))
     return base, spans
+
+
+def _all_fixed(phrase: str, fixed: Sequence[str]) -> bool:
+    """Whether every word of a marked phrase is a name, title, date or gendered word to copy ("Prom Night II",
+    "Clockwork Orange"): named to change, it would contradict the words to copy.
+
+    Examples
+    --------
+    >>> _all_fixed("Clockwork Orange", ["Clockwork", "Orange", "15"]), _all_fixed("this crap", ["Clockwork"])
+    (True, False)
+    """
+    keys = {w.key for w in segment(phrase) if w.is_lexical}
+    return bool(keys) and keys <= {w.key for f in fixed for w in segment(f) if w.is_lexical}
 
 
 #: At most this many words named to change in a sentence without a principal word, each with z >= CUE_Z.

@@ -855,3 +855,22 @@ def test_a_principal_word_outside_the_marking_is_named_only_when_it_reads_as_the
     read = [b["messages"][-1]["content"].rsplit("Sentence to read: ", 1)[1] for b in sent
             if "Sentence to read:" in b["messages"][-1]["content"]]
     assert {"great", "music"} <= set(read)
+
+
+def test_a_marked_name_is_not_named_to_change(voted_project, stub, tmp_path):
+    """The LLM marks "Burt Reynolds" with "great": a phrase made only of names, titles or dates would contradict the
+    words to copy, so only "great" is named, and the name stays among the words to copy."""
+    from engine.text.nlp import load_spacy
+
+    if load_spacy() is None:
+        pytest.skip("spaCy's pipeline is not installed: without it no facts are known")
+    target = "The plot is great and Burt Reynolds was lovely in 1978."
+    _dataset_with_vote(voted_project, tmp_path, review=REVIEW.replace(TARGET, target))
+
+    def reply(body):
+        return "Burt Reynolds, great" if _marking(body) else scripted_reply(body)
+
+    _, rows = _run(voted_project, stub(reply=reply), swap_gender=False, repair_flip=False)
+    edit = rows[0]["meta"]["fields"][0]["edits"][0]
+    assert edit["opinion"] == ["great"] and edit["change"] == ["great"]
+    assert {"Burt", "Reynolds", "1978"} <= set(edit["keep"])

@@ -73,10 +73,10 @@ def test_readers_are_registered_by_name_and_settings_refuse_unknown_ones():
 
 
 def test_the_doctests_hold():
-    from engine.counterbias import opinion_words
+    from engine.counterbias import generate, opinion_words
     from engine.llm import label_answer
 
-    for module in (sentence_reading, label_answer, opinion_words):
+    for module in (sentence_reading, label_answer, opinion_words, generate):
         assert doctest.testmod(module).failed == 0
 
 
