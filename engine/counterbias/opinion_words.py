@@ -83,19 +83,8 @@ def parse_opinion_words(answer: str, sentence: str, none: str = "none") -> list[
 
 
 class OpinionFinder:
-    """Asks the LLM which words of a sentence carry its label (see the module doc).
-
-    Parameters
-    ----------
-    client
-        The generation's cached client (answers stored in the project like every other).
-    labels
-        The dataset's labels.
-    task
-        The task description the generation prompts use.
-    cancel
-        The job's cancel token.
-    """
+    """Asks the LLM which words of a sentence carry its label (see the module doc); built, and its answers cached,
+    like :class:`~engine.counterbias.sentence_reading.LLMReader` (the same parameters)."""
 
     def __init__(self, client: CachedClient, labels: Sequence[str], task: str, cancel: CancelToken | None = None):
         from engine.counterbias.sentence_reading import none_word

@@ -727,7 +727,18 @@ def test_an_unusable_reading_is_asked_once_more_then_is_no_verdict(voted_project
     assert "The cinema was cold." in rows[0]["text"]
 
 
-def test_a_reading_lost_in_transport_fails_the_slot_and_the_next_run_sends_only_it(voted_project, stub, tmp_path):
+def _twice_without_retries(project, server):
+    """Generate for the first example twice (client retries off); yield each run's result and first row."""
+    config = LLMConfig(backend="openai", model="stub", base_url=server.base_url, max_retries=0)
+    dataset = project.dataset("multi")
+    first = [int(next(iter(project.iter_examples(dataset.id)))["id"])]
+    settings = GenerateSettings(swap_gender=False, repair_flip=False)
+    for _ in range(2):
+        result = generate_counterbias(project, dataset.id, first, config, settings=settings, judge=())
+        yield result, candidate_rows(project, dataset_id=dataset.id)[0]
+
+
+def test_a_reading_lost_in_transport_fails_the_slot_before_any_edit_is_sent(voted_project, stub, tmp_path):
     """A read request answered 500 (client retries off): it is not sent again in that run (the chunk's readings
     are sent once, before the edits are planned), the slot is stored as failed at step "read", retriably, before any
     edit request is sent (planned without that reading, they would differ from the next run's); a second run
@@ -743,17 +754,12 @@ def test_a_reading_lost_in_transport_fails_the_slot_and_the_next_run_sends_only_
         return "ok"
 
     sent = []
-    server = stub(plan, reply=lambda body: sent.append(body) or scripted_reply(body))
-    config = LLMConfig(backend="openai", model="stub", base_url=server.base_url, max_retries=0)
-    dataset = voted_project.dataset("multi")
-    first = [int(next(iter(voted_project.iter_examples(dataset.id)))["id"])]
-    settings = GenerateSettings(swap_gender=False, repair_flip=False)
-    one = generate_counterbias(voted_project, dataset.id, first, config, settings=settings, judge=())
-    row = candidate_rows(voted_project, dataset_id=dataset.id)[0]
+    run = _twice_without_retries(voted_project, stub(plan, reply=lambda body: sent.append(body) or scripted_reply(body)))
+    one, row = next(run)
     assert not one.created and row["status"] == "failed" and attempts["cinema"] == 1
     assert row["meta"]["error"]["step"] == "read" and row["meta"]["error"]["retriable"]
     assert one.sent == 4 and not any(map(_editing, sent))  # the four readings only
-    two = generate_counterbias(voted_project, dataset.id, first, config, settings=settings, judge=())
+    two, _ = next(run)
     assert len(two.created) == 1 and attempts["cinema"] == 2 and two.cache_hits >= 3
 
 
@@ -812,7 +818,7 @@ def test_an_unusable_marking_is_no_verdict_and_edit_opinion_off_sends_none(voted
     assert edit["change"] == ["great"] and edit["keep"] == ["plot", "lovely"]
 
 
-def test_a_marking_lost_in_transport_fails_the_slot_and_the_next_run_sends_only_it(voted_project, stub, tmp_path):
+def test_a_marking_lost_in_transport_fails_the_slot_before_any_edit_is_sent(voted_project, stub, tmp_path):
     """A marking request answered 500 (client retries off) fails the slot retriably at step "read" before any edit
     request is sent (planned without the marking, they would differ from the next run's); the next run sends the
     marking again, then the edit."""
@@ -825,16 +831,11 @@ def test_a_marking_lost_in_transport_fails_the_slot_and_the_next_run_sends_only_
             return "500" if attempt == 1 else "ok"
         return "ok"
 
-    server = stub(plan, reply=scripted_reply)
-    config = LLMConfig(backend="openai", model="stub", base_url=server.base_url, max_retries=0)
-    dataset = voted_project.dataset("multi")
-    first = [int(next(iter(voted_project.iter_examples(dataset.id)))["id"])]
-    settings = GenerateSettings(swap_gender=False, repair_flip=False)
-    one = generate_counterbias(voted_project, dataset.id, first, config, settings=settings, judge=())
-    row = candidate_rows(voted_project, dataset_id=dataset.id)[0]
+    run = _twice_without_retries(voted_project, stub(plan, reply=scripted_reply))
+    one, row = next(run)
     assert not one.created and row["status"] == "failed" and attempts == [1] and one.sent == 4  # readings, marking
     assert row["meta"]["error"]["step"] == "read" and row["meta"]["error"]["retriable"]
-    two = generate_counterbias(voted_project, dataset.id, first, config, settings=settings, judge=())
+    two, _ = next(run)
     # sent: the marking, the edit never sent before, the reading of the edited sentence
     assert len(two.created) == 1 and attempts == [1, 2] and two.sent == 3
 
