@@ -656,7 +656,8 @@ def _polar_sentences(polar_fn: Any, raw: Sequence[str], label: str, min_polar: f
 
 
 def _plan_edits(slot: Slot, plan: FieldPlan, mapping: dict[str, str], polar_fn: Any = None,
-                min_polar: float = 1.0, finder: OpinionFinder | None = None) -> tuple[str, list[tuple[int, int]]] | None:
+                min_polar: float = 1.0,
+                finder: OpinionFinder | None = None) -> tuple[str, list[tuple[int, int]]] | None:
     """Fill ``plan.edits`` (the sentences to rewrite, as written); return the text's base and spans.
 
     With a ``finder``, a sentence read as the original label names its opinion words to change (not the
@@ -701,8 +702,10 @@ def _plan_edits(slot: Slot, plan: FieldPlan, mapping: dict[str, str], polar_fn: 
         change = principal or (_cue_words(raw[i], slot.cues, keep) if not named or i in polar else [])
         # the words that make the sentence read as its label, instead of the vote's (a single word the data tie
         # to the target already speaks for it, as with principal words)
-        opinion = [o for o in opinions.get(i) or [] if (len(o.split()) > 1 or slot.target_z.get(normalize(o), 0.0) < CUE_Z)
-                   and not _all_fixed(o, [*gendered, *facts])] if opinions.get(i) is not None else None
+        opinion = opinions.get(i)
+        if opinion:
+            opinion = [o for o in opinion if not _all_fixed(o, [*gendered, *facts])
+                       and (len(o.split()) > 1 or slot.target_z.get(normalize(o), 0.0) < CUE_Z)]
         released: list[str] = []
         if opinion:
             # a principal word outside the marked phrases still goes in when it reads alone as the label ("bad" left
@@ -914,8 +917,8 @@ def _edit_chunk(client: CachedClient, slots: list[Slot], dataset: DatasetInfo, s
     jobs: list[tuple[Slot, FieldPlan, SentenceEdit, ChatRequest]] = []
     if settings.edit_polar > 0 and hasattr(polar_fn, "read"):  # every reading of the chunk in one batch (a server
         # answers them concurrently), not one batch per text as each is planned
-        read = {id(slot): [s for plan in slot.fields if plan.field == "text" for s in _sentences_as_written(plan.original)[2]]
-                for slot in slots if slot.error is None}
+        read = {id(slot): [s for plan in slot.fields if plan.field == "text"
+                           for s in _sentences_as_written(plan.original)[2]] for slot in slots if slot.error is None}
         polar_fn.read([s for mine in read.values() for s in mine])
         _fail_unplanned(slots, polar_fn, read, "read")
     if finder is not None:  # the opinion words of every sentence read as the original label, in one batch too
@@ -927,7 +930,8 @@ def _edit_chunk(client: CachedClient, slots: list[Slot], dataset: DatasetInfo, s
                 items.setdefault(id(slot), []).extend(
                     (raw[i], label) for i in _polar_sentences(polar_fn, raw, label, settings.edit_polar))
         finder.find([i for mine in items.values() for i in mine])
-        _fail_unplanned(slots, finder, {k: [s for s, _ in mine] for k, mine in items.items()}, "marked for its opinion words")
+        _fail_unplanned(slots, finder, {k: [s for s, _ in mine] for k, mine in items.items()},
+                        "marked for its opinion words")
     for slot in slots:
         if slot.error is not None:
             continue
