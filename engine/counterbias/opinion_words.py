@@ -23,6 +23,8 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from engine.counterbias.sentence_reading import LLMAsker
+
 if TYPE_CHECKING:
     from engine.llm.cache import CachedClient
     from engine.progress import CancelToken
@@ -82,20 +84,14 @@ def parse_opinion_words(answer: str, sentence: str, none: str = "none") -> list[
     return found[:MAX_PHRASES] or None
 
 
-class OpinionFinder:
-    """Asks the LLM which words of a sentence carry its label (see the module doc); built, and its answers cached,
-    like :class:`~engine.counterbias.sentence_reading.LLMReader` (the same parameters)."""
+class OpinionFinder(LLMAsker):
+    """Asks the LLM which words of a sentence carry its label (see the module doc); answers are cached per sentence
+    and label. Parameters as :class:`~engine.counterbias.sentence_reading.LLMAsker`."""
+
+    prompt_name = "opinion_words"
 
     def __init__(self, client: CachedClient, labels: Sequence[str], task: str, cancel: CancelToken | None = None):
-        from engine.counterbias.sentence_reading import none_word
-        from engine.llm.prompts import load_prompt
-
-        self.client = client
-        self.labels = [str(label) for label in labels]
-        self.none = none_word(self.labels)
-        self.task = task
-        self.cancel = cancel
-        self._prompt = load_prompt("opinion_words")
+        super().__init__(client, labels, task, cancel)
         self._found: dict[tuple[str, str], list[str] | None] = {}
         #: ``(sentence, label) -> Failure`` of requests that failed in transport (not sent again by this finder).
         self.failed: dict[tuple[str, str], Any] = {}

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from engine.progress import CancelToken
     from engine.store.project import Project
 
-__all__ = ["LLMReader", "SENTENCE_READERS", "UnknownReaderError", "create_reader", "members_polar", "none_word",
+__all__ = ["LLMAsker", "LLMReader", "SENTENCE_READERS", "UnknownReaderError", "create_reader", "members_polar", "none_word",
            "residual_sentences"]
 
 
@@ -63,8 +63,9 @@ def none_word(labels: Sequence[str]) -> str:
     return "no-label" if any(str(label).lower() == "none" for label in labels) else "none"
 
 
-class LLMReader:
-    """Reads sentences with the LLM (see the module doc); answers are cached per sentence.
+class LLMAsker:
+    """What edit mode's short LLM questions about one sentence share: the cached client, the labels and the word for
+    none, the task description, the cancel token and the prompt :attr:`prompt_name`.
 
     Parameters
     ----------
@@ -78,7 +79,7 @@ class LLMReader:
         The job's cancel token.
     """
 
-    checks_residual = True
+    prompt_name = ""
 
     def __init__(self, client: CachedClient, labels: Sequence[str], task: str, cancel: CancelToken | None = None):
         from engine.llm.prompts import load_prompt
@@ -88,7 +89,18 @@ class LLMReader:
         self.none = none_word(self.labels)
         self.task = task
         self.cancel = cancel
-        self._prompt = load_prompt("read_sentence")
+        self._prompt = load_prompt(self.prompt_name)
+
+
+class LLMReader(LLMAsker):
+    """Reads sentences with the LLM (see the module doc); answers are cached per sentence. Parameters as
+    :class:`LLMAsker`."""
+
+    checks_residual = True
+    prompt_name = "read_sentence"
+
+    def __init__(self, client: CachedClient, labels: Sequence[str], task: str, cancel: CancelToken | None = None):
+        super().__init__(client, labels, task, cancel)
         self._read: dict[str, str | None] = {}
         #: Sentences whose reading failed in transport (``sentence -> Failure``): not sent again by this reader (like
         #: any failed request of a run); a slot that needed one fails retriably (:meth:`failure_for`), and the next
