@@ -241,6 +241,7 @@ def main() -> int:
     from engine.attribution import VoteSettings, find_principal_words
     from engine.counterbias import GenerateSettings, candidate_rows, generate_counterbias
     from engine.counterbias.manipulate import matched_words
+    from engine.counterbias.verify import released_words
     from engine.io.importer import ImportOptions, import_file
     from engine.llm.config import LLMConfig
     from engine.models import default_ensemble, train_ensemble
@@ -383,8 +384,7 @@ def main() -> int:
                 meta = (first.get(k) or {}).get("meta", {})
                 keep = list(meta.get("keep_words") or [])
                 found = matched_words(text, keep) if keep else []
-                freed = {str(w).lower() for fd in meta.get("fields") or [] for e in fd.get("edits") or []
-                         for w in e.get("released") or []}
+                freed = released_words(meta)
                 released += sum(w not in found and w.lower() in freed for w in keep)
                 kept_words += len(found)
                 total_words += len(keep)

@@ -39,7 +39,7 @@ from engine.progress import CancelToken, ProgressFn, ensure_token, no_progress
 if TYPE_CHECKING:
     from engine.store.project import Project
 
-__all__ = ["CandidateFilter", "dataset_rating_sides", "dataset_vocabulary", "ensemble_labels", "flip_rates",
+__all__ = ["CandidateFilter", "released_words", "dataset_rating_sides", "dataset_vocabulary", "ensemble_labels", "flip_rates",
            "judge_candidates"]
 
 
@@ -124,6 +124,13 @@ def _texts(rows: Sequence[dict[str, Any]], fields: Sequence[str]) -> list[Any]:
     return [tuple(r[f] or "" for f in fields) for r in rows]
 
 
+def released_words(meta: dict[str, Any]) -> set[str]:
+    """The spurious words (lower case) a candidate's edits released on purpose: opinion words of a sentence read as
+    the original label (edit mode, ``edit_opinion``)."""
+    return {str(w).lower() for f in meta.get("fields") or [] for e in f.get("edits") or []
+            for w in e.get("released") or []}
+
+
 def judge_candidates(
     project: Project,
     candidate_ids: Sequence[int],
@@ -180,9 +187,7 @@ def judge_candidates(
         swapped = {str(a).lower() for f in meta.get("fields") or [] for a, _ in f.get("gender_swaps") or []}
         keep = [w for w in meta.get("keep_words") or [] if w.lower() not in swapped]  # swapped on purpose
         gone = [w for w in keep if w not in matched_words(text, keep)]
-        # released on purpose: an opinion word of a sentence read as the original label (edit mode)
-        released = {str(w).lower() for f in meta.get("fields") or [] for e in f.get("edits") or []
-                    for w in e.get("released") or []}
+        released = released_words(meta)
         missing = [w for w in gone if w.lower() not in released]
         sha1 = hashlib.sha1(text.encode("utf-8")).hexdigest()
         scores: dict[str, Any] = {
