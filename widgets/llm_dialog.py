@@ -58,6 +58,7 @@ DEFAULT_VALUES: dict[str, Any] = {
     "edit_moved": 0.25,
     "edit_fresh": True,
     "edit_opinion": True,
+    "edit_swap": True,
     "edit_triples": False,
     "sentence_reader": "llm",
 }
@@ -168,6 +169,11 @@ class LLMDialog(QDialog):
         self.edit_opinion.setToolTip("Edit mode: for each sentence read as the original label, the LLM marks the "
                                      "words that make it so (one short request each); they are named to change, "
                                      "and spurious words among them may change too (recorded with the candidate)")
+        self.edit_swap = QCheckBox("Swap each opinion phrase for its opposite where every edit failed")
+        self.edit_swap.setToolTip("Edit mode, with the opinion words: a sentence that still reads as the original "
+                                  "label after every edit gets one more try; the LLM gives the opposite of each "
+                                  "marked phrase, which replaces it in the sentence as written (every other word "
+                                  "stays), kept only when the sentence then reads more as the target")
         self.edit_triples = QCheckBox("Also edit sentences holding a principal triple (one more LLM request per "
                                       "sentence)")
         self.edit_triples.setToolTip("Edit mode: extract the fact triples of every sentence first (as the "
@@ -194,6 +200,7 @@ class LLMDialog(QDialog):
         gen_form.addRow("Repair edits that did not move, gain <", self.edit_moved)
         gen_form.addRow("", self.edit_fresh)
         gen_form.addRow("", self.edit_opinion)
+        gen_form.addRow("", self.edit_swap)
         gen_form.addRow("", self.edit_triples)
 
         self.test_button = QPushButton("Test connection")
@@ -253,6 +260,7 @@ class LLMDialog(QDialog):
         self.edit_moved.setValue(float(values.get("edit_moved", DEFAULT_VALUES["edit_moved"])))
         self.edit_fresh.setChecked(bool(values.get("edit_fresh", DEFAULT_VALUES["edit_fresh"])))
         self.edit_opinion.setChecked(bool(values.get("edit_opinion", DEFAULT_VALUES["edit_opinion"])))
+        self.edit_swap.setChecked(bool(values.get("edit_swap", DEFAULT_VALUES["edit_swap"])))
         self.edit_triples.setChecked(bool(values.get("edit_triples", DEFAULT_VALUES["edit_triples"])))
         self.mode.setCurrentIndex(max(self.mode.findData(str(values.get("mode") or "edit")), 0))
         self.sentence_reader.setCurrentIndex(max(self.sentence_reader.findData(
@@ -278,6 +286,7 @@ class LLMDialog(QDialog):
             "edit_moved": round(self.edit_moved.value(), 2),
             "edit_fresh": self.edit_fresh.isChecked(),
             "edit_opinion": self.edit_opinion.isChecked(),
+            "edit_swap": self.edit_swap.isChecked(),
             "edit_triples": self.edit_triples.isChecked(),
             "sentence_reader": self.sentence_reader.currentData(),
         }
@@ -368,7 +377,7 @@ class LLMDialog(QDialog):
         for widget in (self.shuffle, self.drop_prob):
             widget.setEnabled(reconstruct)
         for widget in (self.sentence_reader, self.edit_polar, self.edit_moved, self.edit_fresh, self.edit_opinion,
-                       self.edit_triples):
+                       self.edit_swap, self.edit_triples):
             widget.setEnabled(not reconstruct)
 
     def _show_device(self) -> None:
@@ -434,6 +443,7 @@ def settings_from_values(values: Mapping[str, Any]) -> GenerateSettings:
         edit_moved=float(values["edit_moved"]),
         edit_fresh=bool(values["edit_fresh"]),
         edit_opinion=bool(values.get("edit_opinion", True)),
+        edit_swap=bool(values.get("edit_swap", True)),
         edit_triples=bool(values.get("edit_triples", False)),
         sentence_reader=str(values["sentence_reader"] or "llm"),
     )

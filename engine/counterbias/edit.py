@@ -60,6 +60,8 @@ class SentenceEdit:
     opinion: list[str] | None = None
     #: Spurious words inside ``opinion``: the edit may change them (not in ``keep``).
     released: list[str] = field(default_factory=list)
+    #: ``{marked phrase: its replacement}`` when the edit is a phrase swap (:mod:`engine.counterbias.phrase_swap`).
+    swapped: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {"index": self.index, "original": self.original, "sentence": self.sentence, "change": self.change,
@@ -67,7 +69,8 @@ class SentenceEdit:
                 "problems": self.problems,
                 "failure": self.failure,
                 **({"opinion": self.opinion} if self.opinion is not None else {}),
-                **({"released": self.released} if self.released else {})}
+                **({"released": self.released} if self.released else {}),
+                **({"swapped": self.swapped} if self.swapped else {})}
 
 
 @dataclass(frozen=True)

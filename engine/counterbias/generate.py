@@ -25,7 +25,10 @@ holding a principal triple):
    repaired once too, and the repair kept only if it reads more as
    the target. A sentence still unusable after its repair, or still unmoved, gets one fresh try
    (``edit_fresh``: a new seed; the first request again, or for a sentence its edits did not move
-   the stronger prompt ``edit_sentence_strong``). Gendered words are swapped
+   the stronger prompt ``edit_sentence_strong``). A sentence with marked opinion words that is still unedited or
+   unmoved after that gets a phrase swap (``edit_swap``, :mod:`~.phrase_swap`): the LLM gives the opposite of
+   each marked phrase, the phrases are replaced in the sentence as written, and the result is kept when it passes
+   the checks and reads more as the target. Gendered words are swapped
    afterwards, in the edited and the untouched sentences alike (the LLM never sees the swapped
    text: a small model wrote the original words back);
 3. the candidate is the original with just those sentences replaced (every other byte kept);
@@ -104,6 +107,7 @@ from engine.counterbias.manipulate import (
     swap_triple,
 )
 from engine.counterbias.opinion_words import OpinionFinder
+from engine.counterbias.phrase_swap import PhraseSwapper, swap_phrases
 from engine.counterbias.sentence_reading import create_reader, residual_sentences
 from engine.counterbias.settings import GenerateSettings, GenerationConfigError, targets_for
 from engine.counterbias.triple_store import current_rows, load_triples
@@ -357,6 +361,8 @@ def generate_counterbias(
                         if settings.mode == "edit" and "text" in fields else None)
             finder = (OpinionFinder(client, dataset.labels, settings.task_description(dataset.labels), token)
                       if settings.mode == "edit" and settings.edit_opinion and polar_fn is not None else None)
+            swapper = (PhraseSwapper(client, dataset.labels, settings.task_description(dataset.labels), token)
+                       if finder is not None and settings.edit_swap else None)
             if settings.mode == "edit":
                 by_label = label_word_z(project, dataset.id)
                 sides = label_rating_sides(project, dataset.id, field="text") if "text" in dataset.text_fields else {}
@@ -380,7 +386,7 @@ def generate_counterbias(
                 chunk = slots[start : start + chunk_size]
                 if settings.mode == "edit":
                     _edit_chunk(client, chunk, dataset, settings, mapping, token, guard, label_fn, polar_fn,
-                                finder)
+                                finder, swapper)
                 else:
                     _run_chunk(client, chunk, dataset, settings, mapping, token, guard)
                 created, failed = project.writer.run(_store_slots, run.id, chunk, key, llm_config, vote_set["id"])
@@ -822,7 +828,7 @@ FRESH_SEED = 500
 
 def _fresh_tries(client: CachedClient, jobs: Sequence[tuple[Slot, FieldPlan, SentenceEdit, ChatRequest]],
                  dataset: DatasetInfo, settings: GenerateSettings, mapping: dict[str, str], token: CancelToken,
-                 guard: LeakGuard, polar_fn: Any, still: Mapping[int, float]) -> None:
+                 guard: LeakGuard, polar_fn: Any, still: Mapping[int, float]) -> dict[int, float]:
     """One more try for sentences still unedited after their repair, and for edits the sentence reader still reads
     as unmoved after theirs (``still``: ``{id(edit): its P(target)}``), in a fresh conversation with a new seed (a
     small model that repeated the sentence twice in one conversation mostly repeats it there a third time, and a
@@ -837,12 +843,14 @@ def _fresh_tries(client: CachedClient, jobs: Sequence[tuple[Slot, FieldPlan, Sen
 
     The answer passes the same checks. For an unedited sentence it may not read less as the target than the
     sentence did (members' reading); for an unmoved edit it replaces the edit only if it reads more as the target.
-    Otherwise the sentence keeps what it had.
+    Otherwise the sentence keeps what it had. Returns ``still`` after the tries: the kept edits that still read
+    below 0.5 as the target, with that reading.
     """
+    left = dict(still)
     jobs = [j for j in jobs if j[0].error is None
             and ((j[2].new is None and j[2].failure) or (j[2].new is not None and id(j[2]) in still))]
     if not jobs:
-        return
+        return left
     requests = []
     task = settings.task_description(dataset.labels)
     for slot, plan, edit, request in jobs:
@@ -881,8 +889,13 @@ def _fresh_tries(client: CachedClient, jobs: Sequence[tuple[Slot, FieldPlan, Sen
         for (plan, edit, new), p in zip(items, probs, strict=True):
             if p > still[id(edit)]:  # NaN: no verdict, the edit stays
                 edit.answer, edit.new = new, _swapper(plan, mapping)(new)
+                if p >= 0.5:
+                    left.pop(id(edit), None)
+                else:
+                    left[id(edit)] = float(p)
             else:
                 edit.problems.append("fresh try kept out")
+    return left
 
 
 def _stubborn(plan: FieldPlan, edit: SentenceEdit, still: Mapping[int, float]) -> bool:
@@ -892,6 +905,61 @@ def _stubborn(plan: FieldPlan, edit: SentenceEdit, still: Mapping[int, float]) -
         return False
     return id(edit) in still or (edit.new is None and bool(edit.problems)
                                  and all(p == "unchanged" for p in edit.problems))
+
+
+def _phrase_swaps(swapper: PhraseSwapper, jobs: Sequence[tuple[Slot, FieldPlan, SentenceEdit, ChatRequest]],
+                  labels: Sequence[str], polar_fn: Any, mapping: dict[str, str], guard: LeakGuard,
+                  still: Mapping[int, float]) -> None:
+    """The last try for a sentence of a text whose opinion words were marked and that still has no usable edit, or
+    whose kept edit still reads below 0.5 as the target (``still``): each marked phrase is replaced, in the sentence
+    as written, by the words the LLM gives for its opposite (:mod:`engine.counterbias.phrase_swap`); every other
+    byte stays.
+
+    The swapped sentence passes the same checks as any edit and replaces what the sentence had only when the
+    sentence reader reads it more as the target (than the kept edit, or than the sentence). The replacements are
+    recorded in the edit's ``swapped``. A request lost in transport fails the slot retriably, like any edit request.
+    """
+    todo = [(slot, plan, edit) for slot, plan, edit, _ in jobs
+            if slot.error is None and plan.field == "text" and edit.opinion
+            and ((edit.new is None and edit.failure) or (edit.new is not None and id(edit) in still))]
+    if not todo:
+        return
+    asks = {id(edit): [(edit.sentence, phrase, str(slot.example["label"]), slot.target) for phrase in edit.opinion]
+            for slot, _, edit in todo}
+    found = dict(zip((a for mine in asks.values() for a in mine),
+                     swapper.swap([a for mine in asks.values() for a in mine]), strict=True))
+    tried: list[tuple[Slot, FieldPlan, SentenceEdit, str, dict[str, str]]] = []
+    for slot, plan, edit in todo:
+        lost = next((swapper.failed[a] for a in asks[id(edit)] if a in swapper.failed), None)
+        if lost is not None:
+            slot.fail("edit", lost.message, retriable=lost.retriable, hint=lost.hint)
+            continue
+        replacements = {a[1]: found[a] for a in asks[id(edit)] if found[a]}
+        if not replacements:
+            edit.problems.append("no swap")
+            continue
+        new = swap_phrases(edit.sentence, replacements)
+        problem = check_sentence(new, edit.sentence, edit.keep, guard=guard, original_text=plan.original,
+                                 labels=labels, others=plan.others, lean=slot.lean, target=slot.target,
+                                 known=slot.vocabulary)
+        if problem is None and slot.sides:
+            problem = _rating_kept(new, slot)
+        if problem is not None:
+            edit.problems.append(f"swap: {problem.reason}")
+            continue
+        tried.append((slot, plan, edit, new, replacements))
+    for target in {slot.target for slot, _, _, _, _ in tried}:
+        items = [t for t in tried if t[0].target == target]
+        fresh = [t for t in items if id(t[2]) not in still]  # no usable edit: compared with the sentence itself
+        probs = polar_fn([t[3] for t in items] + [t[2].sentence for t in fresh], target)
+        before = dict(zip((id(t[2]) for t in fresh), probs[len(items):], strict=True))
+        for (slot, plan, edit, new, replacements), p in zip(items, probs[: len(items)], strict=True):
+            if p > still.get(id(edit), before.get(id(edit), float("nan"))):  # NaN: no verdict, nothing changes
+                slot.repaired("swap")
+                edit.answer, edit.new, edit.failure = new, _swapper(plan, mapping)(new), None
+                edit.swapped = replacements
+            else:
+                edit.problems.append("swap kept out")
 
 
 def _fail_unedited(slot: Slot) -> None:
@@ -910,7 +978,8 @@ def _fail_unedited(slot: Slot) -> None:
 
 def _edit_chunk(client: CachedClient, slots: list[Slot], dataset: DatasetInfo, settings: GenerateSettings,
                 mapping: dict[str, str], token: CancelToken, guard: LeakGuard,
-                label_fn: Any = None, polar_fn: Any = None, finder: OpinionFinder | None = None) -> None:
+                label_fn: Any = None, polar_fn: Any = None, finder: OpinionFinder | None = None,
+                swapper: PhraseSwapper | None = None) -> None:
     """Edit mode: rewrite the sentences holding principal words, one request each (see the module doc)."""
     task = settings.task_description(dataset.labels)
     layout: dict[int, tuple[str, list[tuple[int, int]], list[str]]] = {}
@@ -981,7 +1050,9 @@ def _edit_chunk(client: CachedClient, slots: list[Slot], dataset: DatasetInfo, s
         if firsts:
             still = _settle(firsts, polar_fn, settings.edit_moved)
     if settings.edit_fresh:
-        _fresh_tries(client, jobs, dataset, settings, mapping, token, guard, polar_fn, still)
+        still = _fresh_tries(client, jobs, dataset, settings, mapping, token, guard, polar_fn, still)
+    if swapper is not None and polar_fn is not None:
+        _phrase_swaps(swapper, jobs, dataset.labels, polar_fn, mapping, guard, still)
     for slot in {id(j[0]): j[0] for j in jobs}.values():
         _fail_unedited(slot)
 

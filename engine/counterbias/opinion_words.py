@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from engine.llm.cache import CachedClient
     from engine.progress import CancelToken
 
-__all__ = ["MAX_PHRASE_WORDS", "OpinionFinder", "parse_opinion_words"]
+__all__ = ["MAX_PHRASE_WORDS", "OpinionFinder", "parse_opinion_words", "phrase_span"]
 
 #: Request parameters: greedy, a few short phrases.
 FIND_PARAMS = {"temperature": 0.0, "max_tokens": 32, "seed": 0}
@@ -42,7 +42,7 @@ _PREFIX = re.compile(r"^\s*(?:answer|words|opinion words)\s*[:=-]\s*", re.IGNORE
 _STRIP = "\"'`*\u201c\u201d\u2018\u2019.!?;:()[] \t"
 
 
-def _span(sentence: str, phrase: str) -> str | None:
+def phrase_span(sentence: str, phrase: str) -> str | None:
     """``phrase`` as written in ``sentence`` (case and spacing ignored, whole words only), or ``None``."""
     parts = phrase.split()
     if not parts:
@@ -78,7 +78,7 @@ def parse_opinion_words(answer: str, sentence: str, none: str = "none") -> list[
         piece = piece.strip().strip(_STRIP)
         if not piece or len(piece.split()) > MAX_PHRASE_WORDS:
             continue
-        span = _span(sentence, piece)
+        span = phrase_span(sentence, piece)
         if span and span.lower() not in {f.lower() for f in found}:
             found.append(span)
     return found[:MAX_PHRASES] or None

@@ -82,6 +82,12 @@ class GenerateSettings:
         the LLM once which words make it do so (:mod:`engine.counterbias.opinion_words`); they are named to
         change instead of the principal words, and a spurious word among them is released (the edit may
         change it; recorded, and not held against the candidate). ``False``: principal words only.
+    edit_swap
+        Edit mode with ``edit_opinion``: a sentence with marked opinion words that still has no usable edit after
+        every try, or whose edit still reads below 0.5 as the target, gets one phrase swap
+        (:mod:`engine.counterbias.phrase_swap`): the LLM gives the opposite of each marked phrase, the phrases are
+        replaced in the sentence as written, and the result is kept when it passes the checks and reads more as
+        the target. ``False`` saves those requests.
     edit_triples
         Edit mode: also extract the LLM's fact triples of every sentence (one request per sentence,
         as CoBA's reconstruction needs) and edit the sentences holding a principal triple besides
@@ -111,6 +117,7 @@ class GenerateSettings:
     edit_moved: float = 0.25
     edit_fresh: bool = True
     edit_opinion: bool = True
+    edit_swap: bool = True
     edit_triples: bool = False
     sentence_reader: str = "llm"
 

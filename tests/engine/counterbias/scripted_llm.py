@@ -100,13 +100,26 @@ def opinion_words(user: str) -> str:
     return ", ".join(dict.fromkeys(found)) or "none"
 
 
+#: Opposites of the scripted phrase swap (``opposite_phrase``).
+OPPOSITE = {**FLIP, "lovely": "dull", "superb": "poor", "dull": "lovely"}
+
+
+def opposite_phrase(user: str) -> str:
+    """The scripted phrase swap: the phrase with its known opinion words flipped (``not`` before it otherwise)."""
+    phrase = user.split("\nPhrase:", 1)[1].split("\n", 1)[0].strip()
+    flipped = re.sub(r"\b(" + "|".join(OPPOSITE) + r")\b", lambda m: OPPOSITE[m.group(1)], phrase)
+    return flipped if flipped != phrase else f"not {phrase}"
+
+
 def scripted_reply(body: dict[str, Any]) -> str:
     """Triples for ``Sentence:``, flipped lines for ``Facts to edit:``, a sentence for ``Facts, in order:``,
     an edited sentence for ``Sentence to edit:`` (edit mode, repairs included), a label for ``Sentence to read:``,
-    opinion words for ``Read as:``."""
+    opinion words for ``Read as:``, the opposite of a phrase for ``Phrase:``."""
     user = _last_user(body)
     if "Sentence to read:" in user:
         return read_sentence(user)
+    if "\nPhrase:" in user and "\nFrom " in user:
+        return opposite_phrase(user)
     if "\nRead as:" in user and "\nSentence:" in user:
         return opinion_words(user)
     sentence = sentence_to_edit(body)

@@ -142,7 +142,8 @@ def test_spurious_word_dropped_twice_is_a_recorded_failure(voted_project, stub, 
     _dataset_with_vote(voted_project, tmp_path)
     drop = lambda s: edit_sentence(s).replace("plot", "story")  # noqa: E731
     server = stub(reply=_dropping(drop, drop))
-    result, rows = _run(voted_project, server, swap_gender=False)
+    # without the phrase swap, which would replace the marked "great" and "lovely" and keep "plot"
+    result, rows = _run(voted_project, server, swap_gender=False, edit_swap=False)
     assert not result.created and len(result.failed) == 1
     error = rows[0]["status"] == "failed" and rows[0]["meta"]["error"]
     assert error["reason"] == "missing words" and '"plot"' in error["message"] and error["retriable"]
@@ -200,7 +201,7 @@ def test_edit_fresh_off_sends_no_third_request(voted_project, stub, tmp_path):
     sent = []
     server = stub(reply=lambda body: sent.append(body) or (sentence_to_edit(body) if _editing(body)
                                                            else scripted_reply(body)))
-    result, rows = _run(voted_project, server, swap_gender=False, repair_flip=False, edit_fresh=False)
+    result, rows = _run(voted_project, server, swap_gender=False, repair_flip=False, edit_fresh=False, edit_swap=False)
     assert not result.created and rows[0]["meta"]["error"]["reason"] == "unchanged"
     assert sum(_editing(b) for b in sent) == 2
 
@@ -220,7 +221,7 @@ def test_prompt_leak_twice_fails_with_its_reason(voted_project, stub, tmp_path):
     _dataset_with_vote(voted_project, tmp_path)
     leak = lambda s: s.replace("great", "murky") + " " + LEAK  # noqa: E731
     server = stub(reply=_dropping(leak, leak))
-    result, rows = _run(voted_project, server, swap_gender=False)
+    result, rows = _run(voted_project, server, swap_gender=False, edit_swap=False)  # no phrase swap to rescue it
     assert len(result.failed) == 1 and rows[0]["meta"]["error"]["reason"] == "prompt leak"
 
 
@@ -266,6 +267,8 @@ def test_edit_mode_guards_the_stronger_prompt_examples_too():
     guard = LeakGuard.from_prompts(LEAK_SOURCES["edit"])
     assert guard.find("Fine. Two hours I would gladly live again - leave the house and go see it!") is not None
     assert guard.find(f"Nice film. {LEAK}") is not None
+    # and the phrase swap's: an answer copied from its examples is a leak
+    assert guard.find("Honestly, I stayed glued to my seat until the ending of it.") is not None
 
 
 def test_half_flip_is_repaired_once(voted_project, stub, tmp_path):
@@ -875,3 +878,72 @@ def test_a_marked_name_is_not_named_to_change(voted_project, stub, tmp_path):
     edit = rows[0]["meta"]["fields"][0]["edits"][0]
     assert edit["opinion"] == ["great"] and edit["change"] == ["great"]
     assert {"Burt", "Reynolds", "1978"} <= set(edit["keep"])
+
+
+def _swapping(body) -> bool:
+    return "\nPhrase:" in body["messages"][-1]["content"]
+
+
+#: An edit that swaps a synonym: the sentence still reads as Positive (scripted reader: "superb", "lovely").
+SYNONYM = "The plot is superb and the music is lovely."
+
+
+def test_a_sentence_every_edit_left_unmoved_gets_its_marked_phrases_swapped(voted_project, stub, tmp_path):
+    """Every edit of the principal sentence swaps a synonym ("great" → "superb"), read as Positive still: after the
+    repair and the fresh try, each marked phrase ("great", "lovely") is asked for its opposite (prompt
+    ``opposite_phrase``) and replaced in the sentence as written; it reads as Negative now, so it is taken, and
+    every other byte of the review stays (the spurious "plot" included)."""
+    _dataset_with_vote(voted_project, tmp_path)
+    sent = []
+    server = stub(reply=lambda body: sent.append(body) or (SYNONYM if _editing(body) else scripted_reply(body)))
+    result, rows = _run(voted_project, server, swap_gender=False, repair_flip=False)
+    assert len(result.created) == 1, rows[0]["meta"].get("error")
+    assert rows[0]["text"] == REVIEW.replace(TARGET, "The plot is awful and the music is dull.")
+    edit = rows[0]["meta"]["fields"][0]["edits"][0]
+    assert edit["swapped"] == {"great": "awful", "lovely": "dull"} and edit["keep"] == ["plot"]
+    assert edit["problems"][0] == "unmoved" and rows[0]["meta"]["repairs"]["swap"] == 1
+    asked = [b["messages"][-1]["content"] for b in sent if _swapping(b)]
+    assert len(asked) == 2 and asked[0].endswith(f"Sentence: {TARGET}\nPhrase: great\nFrom Positive to: Negative")
+    assert rows[0]["meta"]["fields"][0]["residual"] == []
+
+
+def test_a_swap_that_reads_no_more_as_the_target_is_kept_out_and_the_switch_sends_none(voted_project, stub, tmp_path):
+    """The answers are data: a replacement that is the phrase again is no replacement, and a swapped sentence that
+    still reads as Positive is kept out (the synonym edit stays); ``edit_swap=False`` sends no swap request."""
+    _dataset_with_vote(voted_project, tmp_path)
+    sent = []
+
+    def reply(body):
+        sent.append(body)
+        if _swapping(body):
+            return "great" if "Phrase: great" in body["messages"][-1]["content"] else "superb"
+        return SYNONYM if _editing(body) else scripted_reply(body)
+
+    _, rows = _run(voted_project, stub(reply=reply), swap_gender=False, repair_flip=False, edit_swap=False)
+    assert sent and not any(map(_swapping, sent))
+    _, rows = _run(voted_project, stub(reply=reply), swap_gender=False, repair_flip=False)
+    row = rows[-1]
+    assert row["text"] == REVIEW.replace(TARGET, SYNONYM)
+    edit = row["meta"]["fields"][0]["edits"][0]
+    assert "swapped" not in edit and edit["problems"][-1] == "swap kept out" and "swap" not in row["meta"]["repairs"]
+
+
+def test_a_swap_lost_in_transport_fails_the_slot_and_the_next_run_completes_it(voted_project, stub, tmp_path):
+    """A swap request answered 500 (client retries off) fails the slot retriably; the next run sends it again (the
+    other answers come from the cache) and makes the candidate with the swap."""
+    _dataset_with_vote(voted_project, tmp_path)
+    attempts = []
+
+    def plan(body, attempt):
+        if _swapping(body) and "Phrase: lovely" in body["messages"][-1]["content"]:
+            attempts.append(attempt)
+            return "500" if attempt == 1 else "ok"
+        return "ok"
+
+    server = stub(plan, reply=lambda body: SYNONYM if _editing(body) else scripted_reply(body))
+    run = _twice_without_retries(voted_project, server)
+    one, row = next(run)
+    assert not one.created and row["status"] == "failed" and row["meta"]["error"]["retriable"] and attempts == [1]
+    two, row = next(run)
+    assert len(two.created) == 1 and attempts == [1, 2]
+    assert "The plot is awful and the music is dull." in row["text"]

@@ -73,10 +73,10 @@ def test_readers_are_registered_by_name_and_settings_refuse_unknown_ones():
 
 
 def test_the_doctests_hold():
-    from engine.counterbias import generate, opinion_words
+    from engine.counterbias import generate, opinion_words, phrase_swap
     from engine.llm import label_answer
 
-    for module in (sentence_reading, label_answer, opinion_words, generate):
+    for module in (sentence_reading, label_answer, opinion_words, phrase_swap, generate):
         assert doctest.testmod(module).failed == 0
 
 
@@ -101,6 +101,33 @@ def test_opinion_words_are_phrases_of_the_sentence_and_remembered(tmp_path, stub
         assert finder.find(items) == [["acting is FLAT", "lacks any direction"], [], None, None]
         assert "Read as: Negative" in sent[0]["messages"][-1]["content"]
         assert finder.find(items[:2]) == [["acting is FLAT", "lacks any direction"], []] and len(sent) == 4
+    finally:
+        backend.close()
+        project.close()
+
+
+def test_a_phrase_swap_answer_is_a_short_replacement_and_a_lost_request_is_recorded(tmp_path, stub):
+    """The swap answer is untrusted data: quotes and a prefix are stripped, the phrase itself or a whole sentence is
+    no replacement; a request answered 500 (retries off) gives no replacement and is recorded as failed."""
+    from engine.counterbias.phrase_swap import PhraseSwapper
+
+    answers = {"a waste of money": 'Answer: "a great investment"', "dull": "dull",
+               "boring": "The film was a joy from the first scene to the last one", "lost": "never sent"}
+    sent = []
+
+    def phrase(body):
+        return body["messages"][-1]["content"].split("\nPhrase: ", 1)[1].split("\n", 1)[0]
+
+    server = stub(lambda body, attempt: "500" if phrase(body) == "lost" else "ok",
+                  reply=lambda body: sent.append(body) or answers[phrase(body)])
+    project = Project.create(tmp_path / "swap.cbproj")
+    backend = create_backend(LLMConfig(backend="openai", model="stub", base_url=server.base_url, max_retries=0))
+    try:
+        swapper = PhraseSwapper(CachedClient(backend, project), ["Negative", "Positive"], "sentiment of a review")
+        items = [("It is a waste of money, dull and boring, and lost.", p, "Negative", "Positive") for p in answers]
+        assert swapper.swap(items) == ["a great investment", None, None, None]
+        assert list(swapper.failed) == [items[3]]
+        assert sent[0]["messages"][-1]["content"].endswith("Phrase: a waste of money\nFrom Negative to: Positive")
     finally:
         backend.close()
         project.close()
