@@ -233,6 +233,9 @@ def main() -> int:
     parser.add_argument("--edit-polar", default="0.8",
                         help="comma-separated edit_polar values, each generated and reported in this run "
                         "(e.g. 0,0.8: before/after; the LLM answers they share come from the cache)")
+    parser.add_argument("--phrase-swap", default="1",
+                        help="comma-separated edit_swap values (0 off, 1 on), each generated and reported in this run "
+                        "(0,1: before/after; the LLM answers they share come from the cache)")
     parser.add_argument("--llm-judge", action="store_true",
                         help="also ask the LLM which label each candidate expresses (verification's llm-judge check)")
     parser.add_argument("--out", type=Path, default=None, help="JSONL of candidates (default next to the project)")
@@ -308,9 +311,10 @@ def main() -> int:
     t_vote = time.perf_counter() - t0
     config = LLMConfig(backend="local", model=args.model, concurrency=1,
                        params={"temperature": 0.0, "seed": 0}, options={"n_threads": args.threads} if args.threads else {})
-    for polar in [float(x) for x in args.edit_polar.split(",")]:
+    variants = [(float(x), bool(int(y))) for x in args.edit_polar.split(",") for y in args.phrase_swap.split(",")]
+    for polar, swap in variants:
         t0 = time.perf_counter()
-        gen_settings = GenerateSettings(edit_polar=polar)
+        gen_settings = GenerateSettings(edit_polar=polar, edit_swap=swap)
         result = generate_counterbias(project, dataset.id, ids, config, vote_set_id=vote.vote_set_id,
                                       settings=gen_settings)
         if args.llm_judge:
@@ -438,7 +442,7 @@ def main() -> int:
 
         n = len(ids)
         print(f"\nCoBA quality on {n} CAD dev reviews — model {args.model}, members {', '.join(members)}, "
-              f"edit_polar {polar}")
+              f"edit_polar {polar}, phrase swap {'on' if swap else 'off'}")
         print(f"judges on the originals (accuracy): ensemble {acc['ensemble']:.2f}, VADER {acc['vader']:.2f}, "
               f"TF-IDF {acc['tfidf']:.2f} ({getattr(tfidf, 'info', '')})")
         print(f"{'':<34}{'generated':>10}{'human':>10}")
@@ -483,13 +487,16 @@ def main() -> int:
             met = Counter(p for e in edits for p in dict.fromkeys(e.get("problems") or []))
             print(f"sentences sent for editing {len(edits)}, edited {used} ({used / len(edits):.0%}); answers met: "
                   + (", ".join(f"{k} {v}" for k, v in met.most_common()) or "nothing"))
+            swapped = sum(bool(e.get("swapped")) for e in edits)
+            print(f"phrase swaps taken: {swapped} sentences (marked opinion phrases replaced by their opposites)")
         if args.llm_judge:
             agree = [r for r in made if (r["scores"].get("llm_judge") or {}).get("label") == r["target_label"]]
             print(f"LLM judge reads {len(agree)} of {len(made)} candidates as their target")
         print(f"vote {t_vote:.0f} s, generation {t_gen:.0f} s ({result.sent} requests; noisy: shared CPU); "
               f"total {time.perf_counter() - started:.0f} s")
 
-        with open(out_path.with_name(f"{out_path.stem}-polar{polar}{out_path.suffix}"), "w", encoding="utf-8") as fh:
+        name = f"{out_path.stem}-polar{polar}{'' if swap else '-noswap'}{out_path.suffix}"
+        with open(out_path.with_name(name), "w", encoding="utf-8") as fh:
             for r in rows:
                 k = int(r["example_id"])
                 fh.write(json.dumps({
