@@ -37,7 +37,9 @@ are scored the same way. Printed side by side:
 
 Every candidate is written with its original and human revision to a JSONL file (``--out``)
 for reading. The project (``--project``) keeps the members, attributions, vote, triples and LLM
-answers, so a rerun only re-judges.
+answers, so a rerun only re-judges. ``--edit-polar`` and ``--phrase-swap`` take comma-separated values: each
+combination is generated and reported in the same run (``--phrase-swap 0,1``: without and with the phrase swap of
+:mod:`engine.counterbias.phrase_swap`; the answers both share come from the cache).
 
 Usage::
 

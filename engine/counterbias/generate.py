@@ -28,7 +28,8 @@ holding a principal triple):
    the stronger prompt ``edit_sentence_strong``). A sentence with marked opinion words that is still unedited or
    unmoved after that gets a phrase swap (``edit_swap``, :mod:`~.phrase_swap`): the LLM gives the opposite of
    each marked phrase, the phrases are replaced in the sentence as written, and the result is kept when it passes
-   the checks and reads more as the target. Gendered words are swapped
+   the checks and reads more as the target. An edit still unmoved after all of that is dropped (a synonym swap
+   only makes the candidate less minimal): the sentence stays as written. Gendered words are swapped
    afterwards, in the edited and the untouched sentences alike (the LLM never sees the swapped
    text: a small model wrote the original words back);
 3. the candidate is the original with just those sentences replaced (every other byte kept);
@@ -909,7 +910,7 @@ def _stubborn(plan: FieldPlan, edit: SentenceEdit, still: Mapping[int, float]) -
 
 def _phrase_swaps(swapper: PhraseSwapper, jobs: Sequence[tuple[Slot, FieldPlan, SentenceEdit, ChatRequest]],
                   labels: Sequence[str], polar_fn: Any, mapping: dict[str, str], guard: LeakGuard,
-                  still: Mapping[int, float]) -> None:
+                  still: Mapping[int, float]) -> dict[int, float]:
     """The last try for a sentence of a text whose opinion words were marked and that still has no usable edit, or
     whose kept edit still reads below 0.5 as the target (``still``): each marked phrase is replaced, in the sentence
     as written, by the words the LLM gives for its opposite (:mod:`engine.counterbias.phrase_swap`); every other
@@ -918,12 +919,14 @@ def _phrase_swaps(swapper: PhraseSwapper, jobs: Sequence[tuple[Slot, FieldPlan, 
     The swapped sentence passes the same checks as any edit and replaces what the sentence had only when the
     sentence reader reads it more as the target (than the kept edit, or than the sentence). The replacements are
     recorded in the edit's ``swapped``. A request lost in transport fails the slot retriably, like any edit request.
+    Returns ``still`` after the swaps.
     """
+    left = dict(still)
     todo = [(slot, plan, edit) for slot, plan, edit, _ in jobs
             if slot.error is None and plan.field == "text" and edit.opinion
             and ((edit.new is None and edit.failure) or (edit.new is not None and id(edit) in still))]
     if not todo:
-        return
+        return left
     asks = {id(edit): [(edit.sentence, phrase, str(slot.example["label"]), slot.target) for phrase in edit.opinion]
             for slot, _, edit in todo}
     found = dict(zip((a for mine in asks.values() for a in mine),
@@ -958,8 +961,29 @@ def _phrase_swaps(swapper: PhraseSwapper, jobs: Sequence[tuple[Slot, FieldPlan, 
                 slot.repaired("swap")
                 edit.answer, edit.new, edit.failure = new, _swapper(plan, mapping)(new), None
                 edit.swapped = replacements
+                if p >= 0.5:
+                    left.pop(id(edit), None)
+                else:
+                    left[id(edit)] = float(p)
             else:
                 edit.problems.append("swap kept out")
+    return left
+
+
+def _drop_unmoved(jobs: Sequence[tuple[Slot, FieldPlan, SentenceEdit, ChatRequest]],
+                  still: Mapping[int, float]) -> None:
+    """Edits that still read as unmoved after every try (``still``) are dropped: the sentence stays as written.
+
+    Such an edit is a synonym where the opposite was asked ("a waste of money" → "a waste of time"): it leaves the
+    sentence speaking for the original label, so it only makes the candidate less minimal, and it may take a
+    released word with it ("a horror masterpiece" → "a comedy or an action movie").
+    """
+    for slot, plan, edit, _ in jobs:
+        if id(edit) in still and edit.new is not None and slot.error is None:
+            edit.answer = edit.new = None
+            edit.problems.append("unmoved, dropped")
+            edit.failure = (f"Sentence {edit.index + 1} of the {plan.field}: every edit still read as "
+                            f"{slot.example['label']} (sentence reader), so the sentence stays as it was.")
 
 
 def _fail_unedited(slot: Slot) -> None:
@@ -1052,7 +1076,8 @@ def _edit_chunk(client: CachedClient, slots: list[Slot], dataset: DatasetInfo, s
     if settings.edit_fresh:
         still = _fresh_tries(client, jobs, dataset, settings, mapping, token, guard, polar_fn, still)
     if swapper is not None and polar_fn is not None:
-        _phrase_swaps(swapper, jobs, dataset.labels, polar_fn, mapping, guard, still)
+        still = _phrase_swaps(swapper, jobs, dataset.labels, polar_fn, mapping, guard, still)
+    _drop_unmoved(jobs, still)
     for slot in {id(j[0]): j[0] for j in jobs}.values():
         _fail_unedited(slot)
 

@@ -69,8 +69,9 @@ class GenerateSettings:
         gets one repair request saying so — a small model often answers a synonym ("tired" →
         "weary") where the opposite was asked; the repair is kept only when it reads more as the
         target, and an edit that still reads less as the target than the sentence did is dropped
-        (the sentence stays). With it, the members' reading replaces the cruder word z-statistics
-        test of direction (``0``: off, and the z test is used). Needs the judge members.
+        (the sentence stays), as is one still unmoved after every try (``edit_fresh``, ``edit_swap``).
+        With it, the members' reading replaces the cruder word z-statistics test of direction
+        (``0``: off, and the z test is used). Needs the judge members.
     edit_fresh
         Edit mode: a sentence whose edit and repair were both unusable (or dropped as moving the
         wrong way), or whose kept edit the members still read as unmoved (``edit_moved``), gets

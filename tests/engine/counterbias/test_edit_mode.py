@@ -415,10 +415,14 @@ def test_an_edit_that_still_reads_as_the_original_label_is_repaired(voted_projec
 
 
 def test_a_repair_that_reads_less_as_the_target_is_kept_out(voted_project, stub, tmp_path, monkeypatch):
+    """The repair reads less as the target than "fine": kept out. "fine" itself, still unmoved after every try (the
+    fresh try answers it again), is dropped at the end: the sentence stays as written, and with no sentence edited
+    the slot fails, retriably, saying why."""
     result, row, _ = _with_lexicon_members(voted_project, tmp_path, stub, monkeypatch, _first_then(
         "The plot is fine and the music is lovely.", "The plot is great, truly great, and the music is lovely."))
-    assert len(result.created) == 1 and "The plot is fine and the music is lovely." in row["text"]
-    assert row["meta"]["fields"][0]["edits"][0]["problems"] == ["unmoved", "repair kept out"]
+    assert not result.created and row["status"] == "failed"
+    assert row["meta"]["fields"][0]["edits"][0]["problems"] == ["unmoved", "repair kept out", "unmoved, dropped"]
+    assert "still read as Positive" in row["meta"]["error"]["message"] and row["meta"]["error"]["retriable"]
 
 
 def _by_seed(first: str, repaired: str, fresh: str):
@@ -444,8 +448,9 @@ def test_a_fresh_try_that_reads_less_as_the_target_is_kept_out(voted_project, st
     result, row, _ = _with_lexicon_members(voted_project, tmp_path, stub, monkeypatch, _by_seed(
         "The plot is fine and the music is lovely.", "The plot is great, truly great, and the music is lovely.",
         "The plot is superb and the music is lovely."))
-    assert "The plot is fine and the music is lovely." in row["text"]
-    assert row["meta"]["fields"][0]["edits"][0]["problems"] == ["unmoved", "repair kept out", "fresh try kept out"]
+    assert row["status"] == "failed"  # "fine", kept until the end, is dropped as still unmoved
+    assert row["meta"]["fields"][0]["edits"][0]["problems"] == ["unmoved", "repair kept out", "fresh try kept out",
+                                                                "unmoved, dropped"]
 
 
 def test_edit_moved_off_sends_no_repair(voted_project, stub, tmp_path, monkeypatch):
@@ -909,7 +914,8 @@ def test_a_sentence_every_edit_left_unmoved_gets_its_marked_phrases_swapped(vote
 
 def test_a_swap_that_reads_no_more_as_the_target_is_kept_out_and_the_switch_sends_none(voted_project, stub, tmp_path):
     """The answers are data: a replacement that is the phrase again is no replacement, and a swapped sentence that
-    still reads as Positive is kept out (the synonym edit stays); ``edit_swap=False`` sends no swap request."""
+    still reads as Positive is kept out; the synonym edit, unmoved after every try, is dropped (the sentence stays
+    as written, and with no sentence edited the slot fails). ``edit_swap=False`` sends no swap request."""
     _dataset_with_vote(voted_project, tmp_path)
     sent = []
 
@@ -923,9 +929,10 @@ def test_a_swap_that_reads_no_more_as_the_target_is_kept_out_and_the_switch_send
     assert sent and not any(map(_swapping, sent))
     _, rows = _run(voted_project, stub(reply=reply), swap_gender=False, repair_flip=False)
     row = rows[-1]
-    assert row["text"] == REVIEW.replace(TARGET, SYNONYM)
+    assert row["status"] == "failed" and row["text"] is None
     edit = row["meta"]["fields"][0]["edits"][0]
-    assert "swapped" not in edit and edit["problems"][-1] == "swap kept out" and "swap" not in row["meta"]["repairs"]
+    assert "swapped" not in edit and edit["problems"][-2:] == ["swap kept out", "unmoved, dropped"]
+    assert "swap" not in row["meta"]["repairs"] and edit["new"] is None
 
 
 def test_a_swap_lost_in_transport_fails_the_slot_and_the_next_run_completes_it(voted_project, stub, tmp_path):
@@ -947,3 +954,26 @@ def test_a_swap_lost_in_transport_fails_the_slot_and_the_next_run_completes_it(v
     two, row = next(run)
     assert len(two.created) == 1 and attempts == [1, 2]
     assert "The plot is awful and the music is dull." in row["text"]
+
+
+def test_an_edit_unmoved_after_every_try_is_dropped_and_its_sentence_stays_as_written(voted_project, stub, tmp_path):
+    """"I would recommend it to anyone." comes back as "… to everyone." from every request (still Positive for the
+    reader): after its repair and fresh try the edit is dropped and the sentence stays byte-identical, while the
+    principal sentence's edit, which moved, makes the candidate; the residual check names the sentence left."""
+    _dataset_with_vote(voted_project, tmp_path, review=RECOMMENDED)
+
+    def reply(body):
+        sentence = sentence_to_edit(body)
+        if sentence is None:
+            return scripted_reply(body)
+        if "recommend" in sentence:
+            return "I would recommend it to everyone."
+        return sentence.replace("great", "awful").replace("lovely", "dull")
+
+    result, rows = _run(voted_project, stub(reply=reply), swap_gender=False, repair_flip=False, edit_swap=False)
+    assert len(result.created) == 1, rows[0]["meta"].get("error")
+    assert rows[0]["text"] == RECOMMENDED.replace(TARGET, "The plot is awful and the music is dull.")
+    plan = rows[0]["meta"]["fields"][0]
+    dropped = [e for e in plan["edits"] if e["index"] == 3][0]
+    assert dropped["new"] is None and dropped["problems"] == ["unmoved", "unmoved, dropped"]
+    assert plan["residual"] == ["I would recommend it to anyone."]
