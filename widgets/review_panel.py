@@ -114,6 +114,20 @@ def _yes_no(value: Any) -> str:
     return "—" if value is None else ("yes" if value else "no")
 
 
+def _edit_notes(edit: dict[str, Any]) -> str:
+    """What an edit-mode sentence record says beyond its answer: the opinion words the LLM marked, the spurious
+    words it released, the phrase swap that made the edit (escaped HTML, empty when none)."""
+    esc = html.escape
+    notes = []
+    if edit.get("opinion"):
+        notes.append("opinion words: " + ", ".join(f"“{esc(o)}”" for o in edit["opinion"]))
+    if edit.get("released"):
+        notes.append("released spurious words: " + esc(", ".join(edit["released"])))
+    if edit.get("swapped"):
+        notes.append("phrase swap: " + "; ".join(f"“{esc(a)}” → “{esc(b)}”" for a, b in edit["swapped"].items()))
+    return f"<br><span style='color:#555'>{' · '.join(notes)}</span>" if notes else ""
+
+
 def candidate_html(candidate: dict[str, Any]) -> str:
     """The detail of one candidate: diff, judge scores, kept words, steps, or its error (escaped)."""
     esc = html.escape
@@ -189,7 +203,7 @@ def candidate_html(candidate: dict[str, Any]) -> str:
     repairs = meta.get("repairs") or {}
     if repairs:
         named = {"edit": "sentence repaired", "fresh": "sentence tried afresh", "flip": "half flip repaired",
-                 "rewrite": "rewrite repaired",
+                 "strong": "stronger prompt", "swap": "opinion phrases swapped", "rewrite": "rewrite repaired",
                  "reconstruct": "reconstruction repaired"}
         parts.append("<p><b>Repairs</b>: " + esc(", ".join(f"{named.get(k, k)} ×{n}" for k, n in repairs.items()))
                      + "</p>")
@@ -209,9 +223,12 @@ def candidate_html(candidate: dict[str, Any]) -> str:
             if new:  # used; problems are what its repair fixed ("unmoved": still read as the original label)
                 shown = f" → {esc(new)}" + (f" <span style='color:#777'>(after: {esc(problems)})</span>"
                                             if problems else "")
+            elif "unmoved, dropped" in (e.get("problems") or []):
+                shown = " (edit dropped: it still read as the original label after every try)"
             else:
                 shown = f" (not usable: {esc(problems)})"
-            steps.append(f"<li>sentence {int(e.get('index', 0)) + 1}: {esc(str(e.get('sentence', '')))}{shown}</li>")
+            steps.append(f"<li>sentence {int(e.get('index', 0)) + 1}: {esc(str(e.get('sentence', '')))}{shown}"
+                         f"{_edit_notes(e)}</li>")
         for a, b in plan.get("gender_swaps") or []:
             steps.append(f"<li>gender swap: {esc(a)} → {esc(b)}</li>")
         if plan.get("fallback"):

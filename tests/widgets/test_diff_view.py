@@ -99,6 +99,20 @@ def test_candidate_html_shows_scores_steps_and_errors():
     assert "Failed at step" in failed and "Server error 500" in failed and "What to do:" in failed
 
 
+def test_an_edit_mode_sentence_shows_its_opinion_words_released_words_and_phrase_swap():
+    row = _cand(5, 13, "proposed", "He finds it awful and dull.")
+    row["meta"]["repairs"] = {"edit": 1, "swap": 1}
+    row["meta"]["fields"][0]["edits"] = [
+        {"index": 0, "sentence": "He finds it great and lovely.", "new": "He finds it awful and dull.",
+         "problems": ["unmoved"], "opinion": ["great", "lovely"], "released": ["lovely"],
+         "swapped": {"great": "awful", "lovely": "dull"}},
+        {"index": 1, "sentence": "A <b>treat</b>.", "new": None, "problems": ["unmoved", "unmoved, dropped"]}]
+    out = candidate_html(row)
+    assert "opinion words: “great”, “lovely”" in out and "released spurious words: lovely" in out
+    assert "phrase swap: “great” → “awful”; “lovely” → “dull”" in out and "opinion phrases swapped ×1" in out
+    assert "(edit dropped: it still read as the original label after every try)" in out and "&lt;b&gt;treat" in out
+
+
 def test_the_shown_example_draws_the_datas_line_breaks_and_escapes_the_rest(qtbot):
     from widgets.review_panel import ReviewPanel
 
