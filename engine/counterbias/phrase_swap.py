@@ -14,6 +14,12 @@ The answer is untrusted data (:func:`parse_replacement`): one line of at most
 quotes and an ``Answer:`` prefix stripped; anything else is no replacement. The swapped sentence then
 passes the same checks as any edit, and replaces what the sentence had only when the sentence reader
 reads it more as the target (:func:`engine.counterbias.generate` records it in the edit's ``swapped``).
+
+Measured on the 42 sentences of 28 CAD dev reviews (seed 34) that still read as the original label after every
+edit by the bundled 1.5B model and had marked opinion words: 16 read as the target after the swap ("a waste of
+money" → "a great investment", "obvious nonsense … was ridiculous" → "a clever twist … was funny", "was a success"
+→ "was a failure"). The small model also swaps facts when the marking named them ("a horse" → "a camel"): such a
+swap seldom reads as the target and is kept out, but the seams it leaves are not always fluent.
 """
 
 from __future__ import annotations
@@ -68,10 +74,20 @@ def parse_replacement(answer: str, phrase: str) -> str | None:
     return " ".join(words)
 
 
+#: Words that open a noun phrase: a replacement that brings its own article after one of them drops that article
+#: ("this crap" → "this masterpiece", not "this a masterpiece").
+_DETERMINERS = {"this", "that", "these", "those", "my", "your", "his", "her", "its", "our", "their", "no", "any",
+                "some", "every", "each"}
+
+
 def swap_phrases(sentence: str, replacements: Mapping[str, str]) -> str:
-    """``sentence`` with each phrase (whole words, case and spacing ignored, its first occurrence) replaced; a
-    capital at the sentence's start is kept, and an article before a replacement agrees with it ("a" / "an"), or
-    goes when the replacement brings its own ("a waste of money" → "a great investment", not "a a great …").
+    """``sentence`` with each phrase (whole words, case and spacing ignored, its first occurrence) replaced.
+
+    The seams are mended: a capital at the sentence's start is kept; a word the replacement repeats from just before
+    the phrase is not doubled ("was all trash" → "was full of ideas", not "was was full …"); an article before a
+    replacement agrees with it ("a" / "an"), or goes when the replacement brings its own ("a waste of money" → "a
+    great investment", not "a a great …"); after another determiner the replacement's article goes ("this crap" →
+    "this masterpiece").
 
     Examples
     --------
@@ -81,6 +97,10 @@ def swap_phrases(sentence: str, replacements: Mapping[str, str]) -> str:
     'It was a lovely, dull film.'
     >>> swap_phrases("It's not only a waste of money.", {"waste of money": "a great investment"})
     "It's not only a great investment."
+    >>> swap_phrases("The start was all trash.", {"all trash": "was full of fresh ideas"})
+    'The start was full of fresh ideas.'
+    >>> swap_phrases("How can you go to this crap?", {"crap": "a masterpiece"})
+    'How can you go to this masterpiece?'
     """
     out = sentence
     for phrase, new in replacements.items():
@@ -90,19 +110,26 @@ def swap_phrases(sentence: str, replacements: Mapping[str, str]) -> str:
         start = out.lower().find(span.lower())
         if start < 0:
             continue
-        if span[:1].isupper() and not out[:start].strip():
-            new = new[:1].upper() + new[1:]
         before = out[:start]
-        article = re.search(r"(?<!\w)(a|an|the|A|An|The)(\s+)$", before)
-        if article and re.match(r"(?:a|an|the)\s", new, flags=re.IGNORECASE):
-            if article.group(1)[:1].isupper():
-                new = new[:1].upper() + new[1:]
-            before = before[: article.start(1)]
-        elif article and article.group(1).lower() in ("a", "an"):
-            vowel = new[:1].lower() in "aeiou"
-            word = article.group(1)
-            fixed = word[0] + "n" if vowel else word[0]
-            before = before[: article.start(1)] + fixed + article.group(2)
+        last = re.search(r"(?<!\w)(\w+)(\s+)$", before)
+        first = new.split()[0]
+        if last and first.lower() == last.group(1).lower():
+            before = before[: last.start(1)]  # the replacement repeats the word before it
+            last = re.search(r"(?<!\w)(\w+)(\s+)$", before)
+        starts_article = re.match(r"(?:a|an|the)\s", new, flags=re.IGNORECASE) is not None
+        if last and last.group(1).lower() in ("a", "an", "the"):
+            if starts_article:
+                if last.group(1)[:1].isupper():
+                    new = new[:1].upper() + new[1:]
+                before = before[: last.start(1)]
+            elif last.group(1).lower() in ("a", "an"):
+                word = last.group(1)
+                fixed = word[0] + "n" if new[:1].lower() in "aeiou" else word[0]
+                before = before[: last.start(1)] + fixed + last.group(2)
+        elif last and last.group(1).lower() in _DETERMINERS and starts_article:
+            new = new.split(None, 1)[1] if len(new.split()) > 1 else new
+        if not before.strip() and span[:1].isupper():
+            new = new[:1].upper() + new[1:]
         out = before + new + out[start + len(span):]
     return out
 
