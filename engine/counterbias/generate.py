@@ -890,13 +890,19 @@ def _fresh_tries(client: CachedClient, jobs: Sequence[tuple[Slot, FieldPlan, Sen
         for (plan, edit, new), p in zip(items, probs, strict=True):
             if p > still[id(edit)]:  # NaN: no verdict, the edit stays
                 edit.answer, edit.new = new, _swapper(plan, mapping)(new)
-                if p >= 0.5:
-                    left.pop(id(edit), None)
-                else:
-                    left[id(edit)] = float(p)
+                _reread(left, edit, p)
             else:
                 edit.problems.append("fresh try kept out")
     return left
+
+
+def _reread(still: dict[int, float], edit: SentenceEdit, p: float) -> None:
+    """Record the reading of an edit's new answer: off ``still`` once it reads as the target at least as much as
+    not (P ≥ 0.5), else still unmoved with that reading."""
+    if p >= 0.5:
+        still.pop(id(edit), None)
+    else:
+        still[id(edit)] = float(p)
 
 
 def _stubborn(plan: FieldPlan, edit: SentenceEdit, still: Mapping[int, float]) -> bool:
@@ -961,10 +967,7 @@ def _phrase_swaps(swapper: PhraseSwapper, jobs: Sequence[tuple[Slot, FieldPlan, 
                 slot.repaired("swap")
                 edit.answer, edit.new, edit.failure = new, _swapper(plan, mapping)(new), None
                 edit.swapped = replacements
-                if p >= 0.5:
-                    left.pop(id(edit), None)
-                else:
-                    left[id(edit)] = float(p)
+                _reread(left, edit, p)
             else:
                 edit.problems.append("swap kept out")
     return left
