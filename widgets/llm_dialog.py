@@ -235,6 +235,7 @@ class LLMDialog(QDialog):
         self.backend.currentIndexChanged.connect(self._backend_changed)
         self.model.currentTextChanged.connect(lambda _: self._show_device())
         self.mode.currentIndexChanged.connect(self._mode_changed)
+        self.edit_opinion.toggled.connect(self._mode_changed)
         self.set_values(values)
         self._mode_changed()
 
@@ -377,8 +378,9 @@ class LLMDialog(QDialog):
         for widget in (self.shuffle, self.drop_prob):
             widget.setEnabled(reconstruct)
         for widget in (self.sentence_reader, self.edit_polar, self.edit_moved, self.edit_fresh, self.edit_opinion,
-                       self.edit_swap, self.edit_triples):
+                       self.edit_triples):
             widget.setEnabled(not reconstruct)
+        self.edit_swap.setEnabled(not reconstruct and self.edit_opinion.isChecked())  # swaps the marked phrases
 
     def _show_device(self) -> None:
         """Say where the model runs: the local runtime's device, threads and slots, or the server."""

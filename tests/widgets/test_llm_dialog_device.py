@@ -58,6 +58,10 @@ def test_the_mode_enables_only_the_controls_it_reads_and_keeps_the_others_values
     assert dialog.mode.currentData() == "edit"
     assert not dialog.shuffle.isEnabled() and not dialog.drop_prob.isEnabled()
     assert all(widget.isEnabled() for widget in edit_only)
+    dialog.edit_opinion.setChecked(False)  # the phrase swap needs the marked opinion words
+    assert not dialog.edit_swap.isEnabled() and dialog.edit_swap.isChecked()
+    dialog.edit_opinion.setChecked(True)
+    assert dialog.edit_swap.isEnabled()
     dialog.mode.setCurrentIndex(dialog.mode.findData("reconstruct"))
     assert dialog.shuffle.isEnabled() and dialog.drop_prob.isEnabled()
     assert not any(widget.isEnabled() for widget in edit_only)
