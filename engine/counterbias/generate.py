@@ -805,12 +805,19 @@ def _read_answer(slot: Slot, plan: FieldPlan, edit: SentenceEdit, answer: ChatRe
     """Record an answer to an edit request; return the edited sentence it holds and why it cannot be used."""
     edit.raw.append(answer.text)
     new = clean_sentence(answer.text, edit.sentence)
+    return new, _check_edit(slot, plan, edit, new, guard, labels)
+
+
+def _check_edit(slot: Slot, plan: FieldPlan, edit: SentenceEdit, new: str, guard: LeakGuard,
+                labels: Sequence[str]) -> Check | None:
+    """Why an edited sentence cannot be used (:func:`~engine.counterbias.edit.check_sentence`, and a rating of the
+    original label's side kept), or ``None``."""
     problem = check_sentence(new, edit.sentence, edit.keep, guard=guard, original_text=plan.original,
                              labels=labels, others=plan.others, lean=slot.lean, target=slot.target,
                              known=slot.vocabulary)
     if problem is None and plan.field == "text" and slot.sides:
         problem = _rating_kept(new, slot)
-    return new, problem
+    return problem
 
 
 def _rating_kept(new: str, slot: Slot) -> Check | None:
@@ -948,11 +955,7 @@ def _phrase_swaps(swapper: PhraseSwapper, jobs: Sequence[tuple[Slot, FieldPlan, 
             edit.problems.append("no swap")
             continue
         new = swap_phrases(edit.sentence, replacements)
-        problem = check_sentence(new, edit.sentence, edit.keep, guard=guard, original_text=plan.original,
-                                 labels=labels, others=plan.others, lean=slot.lean, target=slot.target,
-                                 known=slot.vocabulary)
-        if problem is None and slot.sides:
-            problem = _rating_kept(new, slot)
+        problem = _check_edit(slot, plan, edit, new, guard, labels)
         if problem is not None:
             edit.problems.append(f"swap: {problem.reason}")
             continue
