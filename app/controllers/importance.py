@@ -39,7 +39,7 @@ class ImportanceController(PanelController):
         session.statsChanged.connect(self._stats_changed)
         from engine.models.device import default_preset
 
-        # top-cpu without a GPU (no torch import here: a cheap guess until torch is loaded)
+        # sample-cpu without a GPU (no torch import here: a cheap guess until torch is loaded)
         panel.set_default_preset(default_preset(import_torch=False))
 
     # ------------------------------------------------------------------ state
@@ -69,7 +69,7 @@ class ImportanceController(PanelController):
         members = self.members()
         self.panel.show_members([m.name for m in members],
                                 {m.name: float(m.metrics.get("dev_accuracy", float("nan"))) for m in members},
-                                {m.name: m.preset for m in members})
+                                {m.name: m.training_summary for m in members})
         self.panel.show_summary([], [])
         self._show_latest_vote(dataset)
         self.refresh_example()

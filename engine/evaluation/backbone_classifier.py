@@ -77,7 +77,7 @@ class BackboneClassifier:
     backbone
         Backbone registry name (e.g. ``minilm-l6``).
     preset
-        Training preset (:data:`engine.models.config.PRESETS`).
+        Training preset (:func:`engine.models.config.preset_names`).
     train
         Extra :class:`~engine.models.config.TrainConfig` overrides (JSON).
     """
@@ -105,6 +105,6 @@ class BackboneClassifier:
                                   f"Use one of: {', '.join(available_backbones())}.")
         dataset_id = condition_dataset(project, rows, tag, seed)
         spec = MemberSpec(f"eval-{self.backbone}-{self.preset}-{tag}-s{seed}", self.backbone, {},
-                          train_preset(self.preset, **{**self.train, "seed": seed}))
+                          train_preset(self.preset, self.backbone, **{**self.train, "seed": seed}))
         result = train_member(project, dataset_id, spec, progress=progress, cancel=cancel)
         return _FittedMember(project, spec.name, result.model.labels, rows.task == "pair")

@@ -5,7 +5,7 @@ Pure data assembly over the project store; no torch.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -14,7 +14,7 @@ from engine.models.config import MemberSpec, TrainConfig
 from engine.models.errors import EnsembleConfigError, TrainingDataError
 from engine.store import DatasetInfo, Project
 
-__all__ = ["DEV_SPLITS", "TRAIN_SPLITS", "Example", "TrainingData", "input_fields", "training_data"]
+__all__ = ["DEV_SPLITS", "TRAIN_SPLITS", "Example", "TrainingData", "input_fields", "split_sizes", "training_data"]
 
 TRAIN_SPLITS = frozenset({"train", "training"})
 DEV_SPLITS = frozenset({"dev", "validation", "valid", "val"})
@@ -150,3 +150,38 @@ def _subsample(rows: list[Example], n: int | None, rng: np.random.Generator) -> 
         return rows
     pick = np.sort(rng.choice(len(rows), size=n, replace=False))
     return [rows[i] for i in pick]
+
+
+def split_sizes(counts: Mapping[str | None, int], cfg: TrainConfig) -> tuple[int, int]:
+    """How many train and dev rows :func:`training_data` will use, from a dataset's split counts alone (a held-out
+    dev fraction is rounded once, not per label).
+
+    Parameters
+    ----------
+    counts
+        Examples per split (:meth:`engine.store.project.Project.split_counts`).
+    cfg
+        The member's training options (``dev_fraction``, ``max_train_rows``, ``max_dev_rows``).
+
+    Examples
+    --------
+    >>> from engine.models.config import TrainConfig
+    >>> split_sizes({"train": 3414, "dev": 490}, TrainConfig(max_train_rows=800))
+    (800, 490)
+    >>> split_sizes({None: 1000}, TrainConfig(dev_fraction=0.1))
+    (900, 100)
+    """
+    splits = {(str(k).strip().lower() if k else None): 0 for k in counts}
+    for split, n in counts.items():
+        splits[(str(split).strip().lower() if split else None)] += int(n)
+    train = sum(n for split, n in splits.items() if split in TRAIN_SPLITS) or splits.get(None, 0)
+    dev = sum(n for split, n in splits.items() if split in DEV_SPLITS)
+    if not dev:
+        dev = int(round(train * cfg.dev_fraction))
+        train -= dev
+    if cfg.max_train_rows is not None:
+        train = min(train, int(cfg.max_train_rows))
+    if cfg.max_dev_rows is not None:
+        dev = min(dev, int(cfg.max_dev_rows))
+    return train, dev
+

@@ -60,6 +60,17 @@ class ModelInfo:
         return str(self.metrics.get("preset") or self.params.get("spec", {}).get("train", {}).get("preset", "?"))
 
     @property
+    def training_summary(self) -> str:
+        """The preset with what it trained and on how many rows, e.g. ``sample-cpu: top layer, 1,000 rows``."""
+        what = {"fine-tune": "fine-tuned", "cached-top": "top layer", "cached-head": "head only"}
+        strategy = self.metrics.get("strategy") or self.params.get("spec", {}).get("train", {}).get("strategy")
+        parts = [what.get(str(strategy or "fine-tune"), str(strategy))]
+        rows = self.metrics.get("train_rows")
+        if rows is not None:
+            parts.append(f"{int(rows):,} rows")
+        return f"{self.preset}: {', '.join(parts)}"
+
+    @property
     def config_hash(self) -> str:
         return str(self.params.get("config_hash", ""))
 

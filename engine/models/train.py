@@ -124,8 +124,9 @@ def train_ensemble(
         Retrain members whose stored configuration differs instead of raising.
     progress, cancel
         Progress callback and cancel token. Each member's slice of the progress is its share of
-        the estimated cost (:func:`member_cost`), so the ETA shown for the whole ensemble reflects
-        what remains (a 12-layer member is not counted like a 3-layer one).
+        the estimated cost (:func:`member_cost` of the rows it will use), so the ETA shown for the whole
+        ensemble reflects what remains (a 12-layer member is not counted like a 3-layer one, nor a member
+        trained on a sample like one trained on every row).
 
     Returns
     -------
@@ -133,7 +134,10 @@ def train_ensemble(
     """
     cancel = ensure_token(cancel)
     results: list[MemberResult] = []
-    costs = [member_cost(spec) for spec in config.members]
+    from engine.models.data import split_sizes
+
+    counts = project.split_counts(dataset_id)
+    costs = [member_cost(spec, split_sizes(counts, spec.train)) for spec in config.members]
     total = sum(costs) or 1.0
     bounds = [sum(costs[:i]) / total for i in range(len(costs) + 1)]
     with recorded_run(project, "train", dataset_id, {"ensemble": config.to_dict()}) as run:
@@ -147,8 +151,8 @@ def train_ensemble(
     return EnsembleResult(tuple(results), config.threshold, run.id)
 
 
-def member_cost(spec: MemberSpec) -> float:
-    """Relative training cost of a member: backbone cost per token × tokens per input × epochs.
+def member_cost(spec: MemberSpec, rows: tuple[int, int] | None = None) -> float:
+    """Relative training cost of a member: backbone cost per token × tokens per input × epochs (× rows).
 
     A ``cached-head`` member costs one encode pass instead (forward only, no gradients:
     :data:`engine.models.quick.ENCODE_SHARE` of an epoch), whatever its head's epoch count,
@@ -156,10 +160,21 @@ def member_cost(spec: MemberSpec) -> float:
     encode pass below its tuned layers plus, per epoch, the tuned layers' share of a fine-tuning
     epoch (:func:`engine.models.top.top_cost`).
 
+    Parameters
+    ----------
+    spec
+        The member.
+    rows
+        ``(train rows, dev rows)`` the member will use (:func:`engine.models.data.split_sizes`): the cost is then
+        per train row times those rows, plus a forward pass over the dev rows (once for the cached strategies,
+        every epoch for fine-tuning), so members trained on samples of different sizes compare right.
+        ``None``: the cost of one train row.
+
     Only ratios between members matter (they split an ensemble's progress). An unknown backbone
     counts as MiniLM-L6.
     """
     from engine.errors import CounterbiasError
+    from engine.models.quick import ENCODE_SHARE
     from engine.models.registry import get_backbone
 
     try:
@@ -167,20 +182,22 @@ def member_cost(spec: MemberSpec) -> float:
     except CounterbiasError:
         per_token = 1.0
     if spec.train.strategy == "cached-head":
-        from engine.models.quick import ENCODE_SHARE
-
-        return max(per_token, 1e-6) * spec.train.max_length * ENCODE_SHARE
-    if spec.train.strategy == "cached-top":
-        from engine.models.quick import ENCODE_SHARE
+        share, dev_share = ENCODE_SHARE, ENCODE_SHARE
+    elif spec.train.strategy == "cached-top":
         from engine.models.top import top_cost
 
         try:
             layers = get_backbone(spec.backbone, **dict(spec.backbone_params)).layers()
         except CounterbiasError:
             layers = 6
-        share = top_cost(layers, spec.train.tune_layers, spec.train.epochs, ENCODE_SHARE)
-        return max(per_token, 1e-6) * spec.train.max_length * share
-    return max(per_token, 1e-6) * spec.train.max_length * spec.train.epochs
+        share, dev_share = top_cost(layers, spec.train.tune_layers, spec.train.epochs, ENCODE_SHARE), ENCODE_SHARE
+    else:
+        share, dev_share = spec.train.epochs, spec.train.epochs * ENCODE_SHARE
+    unit = max(per_token, 1e-6) * spec.train.max_length
+    if rows is None:
+        return unit * share
+    n_train, n_dev = rows
+    return unit * (share * max(int(n_train), 0) + dev_share * max(int(n_dev), 0))
 
 
 def train_member(

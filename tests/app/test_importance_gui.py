@@ -45,7 +45,8 @@ def test_train_explain_and_highlight(window, qtbot):
         window.importance.train(TINY, "fast-cpu")
     members = window.importance.members()
     assert sorted(m.name.split(":")[-1] for m in members) == sorted(TINY)
-    assert "dev accuracy" in panel.members_label.text() and "(fast-cpu)" in panel.members_label.text()
+    label = panel.members_label.text()
+    assert "dev accuracy" in label and "(fast-cpu: fine-tuned, 72 rows)" in label  # what the preset did, how many rows
     # Select three rows and explain them (IG, cached per member).
     table = window.examples.table
     table.selectRow(0)

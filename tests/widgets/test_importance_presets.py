@@ -9,7 +9,7 @@ def test_members_show_dev_accuracy_and_preset(qtbot):
     panel = ImportancePanel()
     qtbot.addWidget(panel)
     presets = [panel.preset.itemText(i) for i in range(panel.preset.count())]
-    assert presets == ["top-cpu", "quick-cpu", "fast-cpu", "paper"]
+    assert presets == ["sample-cpu", "top-cpu", "quick-cpu", "fast-cpu", "paper"]
     panel.set_default_preset("fast-cpu")
     assert panel.preset.currentText() == "fast-cpu"
     panel.show_members(["d:minilm-l6", "d:mpnet-base", "d:minilm-l3"],

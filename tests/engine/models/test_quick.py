@@ -109,6 +109,8 @@ def test_preset_is_shown_beside_dev_accuracy(quick_member: dict, capsys: pytest.
     assert main(["-q", "models", str(project.path)]) == EXIT_OK
     listed = {m["name"]: m for m in json.loads(capsys.readouterr().out)}
     assert listed["quick-l3"]["preset"] == "quick-cpu" and listed["quick-l3"]["dev_accuracy"] > 0.6
+    rows = list_models(project)[0].metrics["train_rows"]
+    assert listed["quick-l3"]["training"] == f"quick-cpu: head only, {rows:,} rows"
 
 
 def test_quick_preset_costs_an_encode_pass_and_top_cpu_is_the_cpu_default() -> None:
@@ -124,4 +126,4 @@ def test_quick_preset_costs_an_encode_pass_and_top_cpu_is_the_cpu_default() -> N
     assert train_preset("quick-cpu").identity()["strategy"] == "cached-head"
     import torch
 
-    assert default_preset() == ("fast-cpu" if torch.cuda.is_available() else "top-cpu")
+    assert default_preset() == ("fast-cpu" if torch.cuda.is_available() else "sample-cpu")
