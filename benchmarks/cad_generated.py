@@ -37,7 +37,6 @@ import re
 import sys
 import tempfile
 import time
-from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -64,7 +63,7 @@ def generate(args: argparse.Namespace) -> tuple[Path, Path]:
     from engine.counterbias import GenerateSettings, candidate_rows, generate_counterbias
     from engine.io import ImportOptions, import_file
     from engine.llm.config import LLMConfig
-    from engine.models import default_ensemble, train_ensemble
+    from engine.models import MemberSpec, train_ensemble, train_preset
     from engine.models.config import EnsembleConfig
     from engine.store import ExampleQuery, Project
 
@@ -77,10 +76,9 @@ def generate(args: argparse.Namespace) -> tuple[Path, Path]:
             import_file(project, CAD / "orig" / "dev.tsv",
                         options=ImportOptions(append_to=train.dataset.id, split="dev"))
         dataset = project.dataset("cad-train")
-        base = default_ensemble("bench-", backbones=(args.members.split(",")[0],), preset=args.preset).members[0]
         members = []
-        for b in args.members.split(","):
-            spec = replace(base, name=f"bench-{b}", backbone=b)
+        for b in args.members.split(","):  # a sized preset (sample-cpu) depends on the backbone
+            spec = MemberSpec(f"bench-{b}", b, {}, train_preset(args.preset, b))
             trained = train_ensemble(project, dataset.id, EnsembleConfig((spec,)))
             members.append(spec.name)
             print(f"member {spec.name}: dev accuracy {trained.members[0].dev_accuracy:.3f}", file=sys.stderr)

@@ -62,7 +62,6 @@ import re
 import sys
 import time
 from collections import Counter
-from dataclasses import replace
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -249,7 +248,7 @@ def main() -> int:
     from engine.counterbias.verify import released_words
     from engine.io.importer import ImportOptions, import_file
     from engine.llm.config import LLMConfig
-    from engine.models import default_ensemble, train_ensemble
+    from engine.models import MemberSpec, train_ensemble, train_preset
     from engine.models.config import DEFAULT_MEMBERS, EnsembleConfig
     from engine.paths import user_data_dir
     from engine.store import ExampleQuery, Project
@@ -269,10 +268,9 @@ def main() -> int:
         import_file(project, CAD / "orig" / "dev.tsv", options=ImportOptions(append_to=train.dataset.id, split="dev"))
     dataset = project.dataset("cad-train")
     overrides = {"max_train_rows": args.max_train_rows} if args.max_train_rows else {}
-    base = default_ensemble("bench-", backbones=(backbones[0],), preset=args.preset, **overrides).members[0]
     members = []
-    for b in backbones:
-        spec = replace(base, name=f"bench-{b}", backbone=b)
+    for b in backbones:  # a sized preset (sample-cpu) depends on the backbone
+        spec = MemberSpec(f"bench-{b}", b, {}, train_preset(args.preset, b, **overrides))
         trained = train_ensemble(project, dataset.id, EnsembleConfig((spec,)))
         members.append(spec.name)
         print(f"member {spec.name}: dev accuracy {trained.members[0].dev_accuracy:.3f}", file=sys.stderr)

@@ -43,7 +43,6 @@ import os
 import random
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -169,7 +168,7 @@ def main() -> int:
     )
     from engine.attribution.vote_store import member_weights
     from engine.io.importer import ImportOptions, import_file
-    from engine.models import default_ensemble, get_model, train_ensemble
+    from engine.models import MemberSpec, get_model, train_ensemble, train_preset
     from engine.models.config import EnsembleConfig
     from engine.models.config import DEFAULT_MEMBERS
     from engine.paths import user_data_dir
@@ -211,8 +210,8 @@ def main() -> int:
         overrides["max_length"] = args.max_length
     if args.tune_layers:
         overrides["tune_layers"] = args.tune_layers
-    config = default_ensemble("bench-", backbones=(backbones[0],), preset=args.preset, **overrides)
-    specs = [replace(config.members[0], name=f"bench-{b}", backbone=b) for b in backbones]
+    # one member per backbone, trained one at a time (a small run may use an even number of members)
+    specs = [MemberSpec(f"bench-{b}", b, {}, train_preset(args.preset, b, **overrides)) for b in backbones]
     t0 = time.perf_counter()
     print(f"members (preset {args.preset}, train rows {rows_tag}):")
     for spec in specs:  # one at a time: a small run may use an even number of members
