@@ -242,7 +242,8 @@ def swap_gender(text: str, mapping: Mapping[str, str], *, grammar: bool = True) 
     (``god-awful`` stays), except after a prefix (``ex-wife`` → ``ex-husband``) or before
     ``-in-law``; a clitic is kept (``he's`` → ``she's``, ``actor's`` → ``actress's``); the case
     pattern is kept (``He`` → ``She``, ``HIS`` → ``HER``); a word inside a name stays (``Stephen
-    King``, ``Prince Valiant``: a proper noun by the tagger, titles such as ``Mr.`` excepted). With ``grammar``, ``her`` / ``his``
+    King``, ``Prince Valiant``: a proper noun by the tagger, titles such as ``Mr.`` excepted; a title
+    in capitals, ``DAY OF THE WOMAN``, pronouns excepted). With ``grammar``, ``her`` / ``his``
     follow their part of speech (spaCy's tagger from :mod:`engine.text.nlp`, or a next-word rule
     without it): ``her`` → ``his`` before a noun, else ``him``; ``his`` → ``her`` before a noun,
     else ``hers``.
@@ -259,6 +260,9 @@ def swap_gender(text: str, mapping: Mapping[str, str], *, grammar: bool = True) 
     >>> m = gender_map([("he", "she"), ("his", "her"), ("him", "her"), ("god", "goddess")])
     >>> swap_gender("He told her it was his, a god-awful idea.", m, grammar=False)[0]
     'She told him it was hers, a god-awful idea.'
+    >>> m = gender_map([("he", "she"), ("woman", "man")])
+    >>> swap_gender("HE prefers DAY OF THE WOMAN to the woman next door.", m, grammar=False)[0]
+    'SHE prefers DAY OF THE WOMAN to the man next door.'
     """
     return _swap(text, mapping, _tags_by_offset(text) if grammar else None)
 
@@ -324,9 +328,20 @@ def _in_name(word: str, tag: str | None, previous: str, following: str, before: 
 
     Part of a name: capitalised (not all capitals, not a title such as ``Mr``), a proper noun by
     the tagger when there is one, and next to another capitalised word — the word after it, or
-    the word before it when that one does not start the sentence.
+    the word before it when that one does not start the sentence. A word in capitals next to
+    another word in capitals is a title or a name written in capitals ("DAY OF THE WOMAN", "THE
+    INVISIBLE MAN"; the tagger reads capitals poorly), unless it is a personal pronoun ("HE WAS
+    AWFUL" is shouting).
     """
-    if not word[:1].isupper() or word.isupper() or normalize(word) in HONORIFICS:
+    if normalize(word) in HONORIFICS:
+        return False
+    if word.isupper() and len(word) > 1:
+        if normalize(word) in _PERSONAL_PRONOUNS:
+            return False
+        after = re.match(r"[A-Za-z]+", following)
+        before_caps = bool(previous) and before.rstrip().endswith(previous) and _caps_word(previous)
+        return before_caps or (after is not None and _caps_word(after.group(0)))
+    if not word[:1].isupper():
         return False
     if tag is not None and tag not in ("NNP", "NNPS"):
         return False
@@ -337,6 +352,11 @@ def _in_name(word: str, tag: str | None, previous: str, following: str, before: 
     # sentence's start ("Stephen King cameos"); without one, a sentence's first word proves nothing
     after_name = joined and previous[:1].isupper() and (tag is not None or not previous_starts)
     return after_name or (following[:1].isupper() and following[:1].isalpha())
+
+
+def _caps_word(word: str) -> bool:
+    """A word written in capitals, longer than one letter (not "I" or "A")."""
+    return len(word) > 1 and word.isupper() and word.isalpha()
 
 
 def _swap(text: str, mapping: Mapping[str, str], tags: Mapping[int, str] | None) -> tuple[str, list[tuple[str, str]]]:

@@ -55,6 +55,11 @@ def bundled():
     # case
     ("HIS acting and HER voice", "HER acting and HIS voice"),
     ("He left. HE left. he left.", "She left. SHE left. she left."),
+    # a title or a name in capitals stays (the tagger reads capitals poorly); shouted pronouns swap
+    ("i prefer DAY OF THE WOMAN, a cult film", "i prefer DAY OF THE WOMAN, a cult film"),
+    ("THE INVISIBLE MAN is dull, but the man was good", "THE INVISIBLE MAN is dull, but the woman was good"),
+    ("HE WAS AWFUL and HIS MOTHER too", "SHE WAS AWFUL and HER MOTHER too"),
+    ("a WOMAN in a hat", "a MAN in a hat"),
     # grammar: her as object -> him, as possessive determiner -> his
     ("I gave her the book.", "I gave him the book."),
     ("He admits her deepest darkest secret to his viewers.", "She admits his deepest darkest secret to her viewers."),
