@@ -22,6 +22,7 @@ from engine.text import normalize, segment
 from engine.text.distance import word_edit_distance
 from engine.text.lexicon import coined_words
 from engine.text.words import FUNCTION_WORDS, LEXICAL_KINDS
+from engine.verification.heuristics import commentary, label_named
 
 __all__ = [
     "FUNCTION_WORDS",
@@ -255,11 +256,18 @@ def check_sentence(new: str, sentence: str, keep: Sequence[str], *, guard: LeakG
     True
     >>> check_sentence("It is weak.", "The cast is strong.", ["cast"]).reason
     'missing words'
+    >>> check_sentence("The cast is weak, a negative sentiment.", "The cast is strong.", ["cast"],
+    ...                labels=["Negative", "Positive"]).reason
+    'comment'
     """
     if not new:
         return Check("empty", "The answer is empty.")
     if _norm(new) in {_norm(label) for label in labels}:
         return Check("label only", "The answer is only a label name, not a sentence.")
+    comment = label_named(new, sentence, labels) or commentary(new, sentence)
+    if comment:
+        return Check("comment", f"It {comment} — a comment on the text, not part of it. Answer with the edited "
+                     "sentence only.")
     if _norm(new) == _norm(sentence):
         return Check("unchanged", "It repeats the sentence without changing it.")
     if len(new) > max(3 * len(sentence), len(sentence) + 120):

@@ -150,6 +150,9 @@ def bare_label(new: str, original: str = "", labels: Sequence[str] = ()) -> str 
 #: A labelling word just before a label name: "Sentiment: negative", "rated as positive".
 _LABEL_CUE = re.compile(r"\b(?:label(?:led|ed)?|sentiment|class(?:ified)?|rated|rating|verdict|category|tone)"
                         r"\s*(?:as|is|was|:|=|-)?\s*[\"'“‘(\[*]?\s*$", re.IGNORECASE)
+#: A labelling noun just after a label name: "a negative sentiment", "(positive label)".
+_LABEL_CUE_AFTER = re.compile(r"^\s*[\"'”’)\]*]?\s*(?:sentiments?|labels?|class(?:es)?|categor(?:y|ies)|tones?|"
+                              r"connotations?)\b", re.IGNORECASE)
 _OPENERS = "\"'“‘([*"
 _CLOSERS = "\"'”’)]*"
 
@@ -157,7 +160,8 @@ _CLOSERS = "\"'”’)]*"
 def label_named(new: str, original: str = "", labels: Sequence[str] = ()) -> str | None:
     """The text names a label instead of expressing it: a label quoted or bracketed
     ("a 'very negative' film", "(Positive)"), after a labelling word ("Sentiment: negative",
-    "rated as positive"), or a label name of several words ("very negative") written out. A
+    "rated as positive") or before one ("which is a negative sentiment"), or a label name of
+    several words ("very negative") written out. A
     label the original names as often does not count, nor a label without a word of three
     letters (numeric labels such as "1" are common words).
 
@@ -169,6 +173,9 @@ def label_named(new: str, original: str = "", labels: Sequence[str] = ()) -> str
     'names the label "negative"'
     >>> label_named("Nothing positive to say about this dull film.", "A fine film.", ["negative", "positive"]) is None
     True
+    >>> label_named("Acted with quiet intensity, which is a negative sentiment.", "Acted with quiet intensity.",
+    ...             ["Negative", "Positive"])
+    'names the label "Negative"'
     """
     for label in sorted(labels, key=len, reverse=True):
         words = _words(label)
@@ -181,7 +188,7 @@ def label_named(new: str, original: str = "", labels: Sequence[str] = ()) -> str
         for match in found:
             before, after = new[: match.start()], new[match.end() :]
             quoted = before[-1:] in _OPENERS and before[-1:] != "" and after[:1] in _CLOSERS and after[:1] != ""
-            if quoted or _LABEL_CUE.search(before[-40:]) or len(words) > 1:
+            if quoted or _LABEL_CUE.search(before[-40:]) or _LABEL_CUE_AFTER.match(after) or len(words) > 1:
                 return f'names the label "{label}"'
     return None
 

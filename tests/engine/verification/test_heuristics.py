@@ -164,6 +164,10 @@ def test_label_judged_needs_a_check_that_reads_the_label():
     ("I have nothing positive to say about it.", "A fine film.", ["negative", "positive"], False),
     ("The reviews were very negative at first.", "The reviews were very negative at first!", ["very negative"], False),
     ("I rated it 1 out of 10.", "I rated it 9 out of 10.", ["1", "2"], False),
+    # a labelling noun after the label: the model's own comment, seen in a CAD edit
+    ("Played with wit and quiet intensity, which is a negative sentiment.", "Played with wit and quiet intensity.",
+     ["Negative", "Positive"], True),
+    ("A positive tone throughout.", "A positive tone throughout, sadly.", ["Negative", "Positive"], False),
 ])
 def test_label_named(new, original, labels, named):
     assert (heuristics.label_named(new, original, labels) is not None) is named
