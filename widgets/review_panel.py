@@ -229,6 +229,10 @@ def candidate_html(candidate: dict[str, Any]) -> str:
                 shown = f" (not usable: {esc(problems)})"
             steps.append(f"<li>sentence {int(e.get('index', 0)) + 1}: {esc(str(e.get('sentence', '')))}{shown}"
                          f"{_edit_notes(e)}</li>")
+        if plan.get("plain"):
+            steps.append("<li>left as written: sentence " + ", ".join(str(int(i) + 1) for i in plan["plain"])
+                         + " <span style='color:#555'>(a principal word, but read as no label and no opinion word "
+                         "marked)</span></li>")
         for a, b in plan.get("gender_swaps") or []:
             steps.append(f"<li>gender swap: {esc(a)} → {esc(b)}</li>")
         if plan.get("fallback"):

@@ -20,7 +20,11 @@ holding a principal triple):
    the original label are edited too (``edit_polar``); for each sentence it reads so, the LLM is
    asked once which words make it (``edit_opinion``, :mod:`~.opinion_words`): those are named to
    change instead of the principal words, and a spurious word among them is released (the
-   edit may change it; ``released`` in the edit's record). A usable edit that the reader does not
+   edit may change it; ``released`` in the edit's record). A sentence holding a principal word
+   that the reader does *not* read as the original label is asked the same; when the LLM marks no
+   opinion word in it, it stays as written (``meta.fields[].plain``): named words such as
+   "horror", "summer" or "cable" were otherwise swapped for other facts ("comedy", "fall",
+   "VHS") — unless that leaves the text nothing to edit. A usable edit that the reader does not
    see move toward the target (``edit_moved``: a synonym where the opposite was asked) is
    repaired once too, and the repair kept only if it reads more as
    the target. A sentence still unusable after its repair, or still unmoved, gets one fresh try
@@ -166,6 +170,9 @@ class FieldPlan:
     gender: bool = True
     #: Sentences of the finished text the sentence reader still reads as the original label (``None``: not read).
     residual: list[str] | None = None
+    #: Sentences holding a principal word, not read as the original label, in which the LLM marked no opinion word:
+    #: left as written.
+    plain: list[int] = field(default_factory=list)
 
     @property
     def to_rewrite(self) -> list[int]:
@@ -186,6 +193,7 @@ class FieldPlan:
             "edits": [e.to_dict() for e in self.edits],
             "flip_repair": self.flip,
             "polar": self.polar,
+            **({"plain": self.plain} if self.plain else {}),
             "gender_swapped": self.gender,
             **({"residual": self.residual} if self.residual is not None else {}),
         }
@@ -639,11 +647,23 @@ def _chosen_sentences(plan: FieldPlan, sentences: Sequence[str], polar: Iterable
     A sentence holding a principal word goes in even when no triple of it does: the triples of a
     small LLM miss words, and a principal word left in an unedited sentence keeps the label.
     """
+    chosen = _principal_sentences(plan, sentences) | ((set(polar) | set(rated)) & set(range(len(sentences))))
+    return sorted(chosen) or list(range(len(sentences)))
+
+
+def _principal_sentences(plan: FieldPlan, sentences: Sequence[str]) -> set[int]:
+    """The sentences holding a principal triple or a principal content word."""
     chosen = {plan.sentence_of[i] for i, c in enumerate(plan.categories)
               if c == "principal" and i < len(plan.sentence_of)} & set(range(len(sentences)))
-    chosen |= {i for i, s in enumerate(sentences) if surface_words(s, _content(plan.principal))}
-    chosen |= (set(polar) | set(rated)) & set(range(len(sentences)))
-    return sorted(chosen) or list(range(len(sentences)))
+    return chosen | {i for i, s in enumerate(sentences) if surface_words(s, _content(plan.principal))}
+
+
+def _to_mark(plan: FieldPlan, sentences: Sequence[str], polar: Sequence[int], read: bool) -> list[int]:
+    """The sentences whose opinion words the LLM marks: those read as the original label, and, when the sentences
+    were ``read``, those holding a principal word (a sentence of neither kind is not edited)."""
+    if plan.field != "text":
+        return []
+    return sorted(set(polar) | (_principal_sentences(plan, sentences) if read else set()))
 
 
 def _sentences_as_written(text: str) -> tuple[str, list[tuple[int, int]], list[str]]:
@@ -686,13 +706,15 @@ def _plan_edits(slot: Slot, plan: FieldPlan, mapping: dict[str, str], polar_fn: 
     polar: list[int] = []
     if plan.field == "text":
         polar = plan.polar = _polar_sentences(polar_fn, raw, label, min_polar)
-    opinions = dict(zip(polar, finder.find([(raw[i], label) for i in polar]), strict=True)) if finder else {}
+    marked = _to_mark(plan, raw, polar, min_polar > 0) if finder else []
+    opinions = dict(zip(marked, finder.find([(raw[i], label) for i in marked]), strict=True)) if finder else {}
     # a rating ("9/10") that goes with the original label is an opinion to turn, whatever the vote says
     ratings = ({i: [r.text for r in against(s, slot.target, str(slot.example["label"]), slot.sides)]
                 for i, s in enumerate(raw)} if plan.field == "text" and slot.sides else {})
     rated = [i for i, found in ratings.items() if found]
     edits: list[SentenceEdit] = []
     spoken: list[SentenceEdit] = []  # sentences whose principal words all speak for the target already
+    plain: list[SentenceEdit] = []  # principal sentences neither read as the label nor holding an opinion word
     for i in _chosen_sentences(plan, raw, polar, rated):
         gendered = [a for a, _ in swaps[i]]
         # names, places, titles and dates are facts, not the label: kept like the spurious words (not in a
@@ -725,10 +747,12 @@ def _plan_edits(slot: Slot, plan: FieldPlan, mapping: dict[str, str], polar_fn: 
         done = named and not change and i not in polar and i not in rated
         change = list(dict.fromkeys([*ratings.get(i, []), *(named if done else change)]))
         keep = [w for w in keep if w.lower() not in {c.lower() for c in change} and w not in released]
-        (spoken if done else edits).append(SentenceEdit(i, raw[i], raw[i], change, keep, opinion=opinion,
-                                                        released=released))
-    if not edits:  # every chosen sentence spoke for the target already: edit them as before rather than none
-        edits = spoken
+        unmarked = opinions.get(i) == [] and i not in polar and i not in rated and min_polar > 0
+        (spoken if done else plain if unmarked else edits).append(
+            SentenceEdit(i, raw[i], raw[i], change, keep, opinion=opinion, released=released))
+    if not edits:  # every chosen sentence spoke for the target already, or carried no opinion: edit them as before
+        edits = spoken or plain  # rather than none
+    plan.plain = [e.index for e in plain if e not in edits]
     plan.edits.extend(edits)
     plan.keep = list(dict.fromkeys(w for e in plan.edits for w in e.keep))
     return base, spans
@@ -1020,14 +1044,16 @@ def _edit_chunk(client: CachedClient, slots: list[Slot], dataset: DatasetInfo, s
                            for s in _sentences_as_written(plan.original)[2]] for slot in slots if slot.error is None}
         polar_fn.read([s for mine in read.values() for s in mine])
         _fail_unplanned(slots, polar_fn, read, "read")
-    if finder is not None:  # the opinion words of every sentence read as the original label, in one batch too
+    if finder is not None:  # the opinion words of every sentence to mark (see _to_mark), in one batch too
         items: dict[int, list[tuple[str, str]]] = {}
         for slot in slots:
             for plan in slot.fields if slot.error is None else ():
                 raw = _sentences_as_written(plan.original)[2] if plan.field == "text" else []
                 label = str(slot.example["label"])
                 items.setdefault(id(slot), []).extend(
-                    (raw[i], label) for i in _polar_sentences(polar_fn, raw, label, settings.edit_polar))
+                    (raw[i], label) for i in _to_mark(plan, raw, _polar_sentences(polar_fn, raw, label,
+                                                                                   settings.edit_polar),
+                                                      settings.edit_polar > 0))
         finder.find([i for mine in items.values() for i in mine])
         _fail_unplanned(slots, finder, {k: [s for s, _ in mine] for k, mine in items.items()},
                         "marked for its opinion words")

@@ -107,7 +107,9 @@ def test_an_edit_mode_sentence_shows_its_opinion_words_released_words_and_phrase
          "problems": ["unmoved"], "opinion": ["great", "lovely"], "released": ["lovely"],
          "swapped": {"great": "awful", "lovely": "dull"}},
         {"index": 1, "sentence": "A <b>treat</b>.", "new": None, "problems": ["unmoved", "unmoved, dropped"]}]
+    row["meta"]["fields"][0]["plain"] = [2, 4]
     out = candidate_html(row)
+    assert "left as written: sentence 3, 5" in out
     assert "opinion words: “great”, “lovely”" in out and "released spurious words: lovely" in out
     assert "phrase swap: “great” → “awful”; “lovely” → “dull”" in out and "opinion phrases swapped ×1" in out
     assert "(edit dropped: it still read as the original label after every try)" in out and "&lt;b&gt;treat" in out

@@ -309,11 +309,12 @@ def test_reconstruct_mode_checks_spurious_words(voted_project, stub, tmp_path):
 
 def test_a_sentence_that_cannot_be_edited_stays_and_the_candidate_is_kept(voted_project, stub, tmp_path):
     # two sentences hold principal words; the LLM edits one and returns the other unchanged (edit, repair, fresh try)
+    # (no opinion-word marking: with it, "The cinema was cold.", read as none and marked none, is not sent at all)
     _dataset_with_vote(voted_project, tmp_path, principal=("great", "cold"))
     cold = "The cinema was cold."
     server = stub(reply=_dropping(lambda s: s if s == cold else edit_sentence(s),
                                   lambda s: s if s == cold else edit_sentence(s)))
-    result, rows = _run(voted_project, server, swap_gender=False, repair_flip=False)
+    result, rows = _run(voted_project, server, swap_gender=False, repair_flip=False, edit_opinion=False)
     assert len(result.created) == 1, rows[0]["meta"].get("error")
     assert rows[0]["text"] == REVIEW.replace(TARGET, "The plot is awful and the music is lovely.")  # cold one verbatim
     edits = {e["sentence"]: e for e in rows[0]["meta"]["fields"][0]["edits"]}
@@ -347,12 +348,13 @@ def test_sentences_the_ensemble_reads_as_the_original_label_are_edited_too(voted
 
 
 def test_the_llm_edits_the_sentence_as_written_and_the_swap_follows(voted_project, stub, tmp_path):
-    # "Friday" is principal, so the sentence holding "brother" is edited: the LLM sees "brother" (a small
+    # "Friday" is principal, so the sentence holding "brother" is edited (the opinion-word marking off: with it,
+    # that sentence, read and marked as none, stays as written): the LLM sees "brother" (a small
     # model asked to copy a swapped "sister" wrote "brother" back), the candidate reads "sister"
     _dataset_with_vote(voted_project, tmp_path, principal=("great", "Friday"), spurious=("plot",))
     sent = []
     server = stub(reply=lambda body: sent.append(body) or scripted_reply(body))
-    result, rows = _run(voted_project, server, repair_flip=False)
+    result, rows = _run(voted_project, server, repair_flip=False, edit_opinion=False)
     assert len(result.created) == 1, rows[0]["meta"].get("error")
     asked = {sentence_to_edit(b) for b in sent if _editing(b)}
     assert "I watched it with my brother on Friday." in asked
@@ -977,3 +979,34 @@ def test_an_edit_unmoved_after_every_try_is_dropped_and_its_sentence_stays_as_wr
     dropped = [e for e in plan["edits"] if e["index"] == 3][0]
     assert dropped["new"] is None and dropped["problems"] == ["unmoved", "unmoved, dropped"]
     assert plan["residual"] == ["I would recommend it to anyone."]
+
+
+def test_a_principal_sentence_without_an_opinion_word_stays_as_written(voted_project, stub, tmp_path):
+    """"Friday" is principal, but its sentence reads as none and the LLM marks no opinion word in it: it is not sent
+    for editing and stays byte for byte (recorded as ``plain``), where naming "Friday" got another day; the gender
+    swap still reaches it. Sentences read as the label are edited as before."""
+    _dataset_with_vote(voted_project, tmp_path, principal=("great", "Friday"), spurious=("plot",))
+    sent = []
+    server = stub(reply=lambda body: sent.append(body) or scripted_reply(body))
+    result, rows = _run(voted_project, server, repair_flip=False)
+    assert len(result.created) == 1, rows[0]["meta"].get("error")
+    friday = "I watched it with my brother on Friday."
+    marked = [b["messages"][-1]["content"] for b in sent if _marking(b)]
+    assert any(m.endswith("Sentence: " + friday) for m in marked)  # asked, answered none
+    assert {sentence_to_edit(b) for b in sent if _editing(b)} == {TARGET}
+    plan = rows[0]["meta"]["fields"][0]
+    assert plan["plain"] == [0] and [e["index"] for e in plan["edits"]] == [1]
+    assert rows[0]["text"].startswith("I watched it with my sister on Friday.  The plot is")
+
+
+def test_a_text_whose_principal_sentences_all_lack_an_opinion_word_is_edited_as_before(voted_project, stub,
+                                                                                        tmp_path):
+    friday = "I watched it with my brother on Friday."
+    _dataset_with_vote(voted_project, tmp_path, principal=("Friday",), spurious=("plot",),
+                       review=friday + "  The cinema was cold.")
+    sent = []
+    _, rows = _run(voted_project, stub(reply=lambda body: sent.append(body) or scripted_reply(body)),
+                   repair_flip=False)
+    assert {sentence_to_edit(b) for b in sent if _editing(b)} == {friday}
+    assert "plain" not in rows[0]["meta"]["fields"][0]
+
