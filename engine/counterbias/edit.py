@@ -152,11 +152,41 @@ NUMBER_ENTITIES = frozenset({"DATE", "TIME", "CARDINAL", "MONEY", "QUANTITY", "P
 FACT_MAX_Z = 2.5
 
 
+#: A span in double quotes, as a title is quoted ("Amazing Grace", “Roman Troy Moronie”).
+_QUOTED = re.compile(r'"([^"\n]{1,80})"|“([^”\n]{1,80})”')
+
+
+def quoted_titles(sentence: str) -> list[str]:
+    """The words of the titles a sentence quotes: a span in double quotes of at most eight words, each capitalised
+    (function words aside) — "Amazing Grace" names a film, whatever its words say of the label ("Amazing" ->
+    "Disgusting" was seen). A quoted phrase in lower case ("good for members") is not a title.
+
+    Examples
+    --------
+    >>> quoted_titles('"Amazing Grace" has a languid feel; it is "innovative" and not "Dull And Slow!"')
+    ['Amazing', 'Grace']
+    >>> quoted_titles('I watched “The Return of the King” twice.')
+    ['Return', 'King']
+    """
+    out: list[str] = []
+    for match in _QUOTED.finditer(sentence):
+        words = segment(match.group(1) or match.group(2))
+        lexical = [w for w in words if w.is_lexical]
+        if not lexical or len(lexical) > 8 or any(not ch.isalnum() and ch not in " '-:,&." for ch in
+                                                  (match.group(1) or match.group(2))):
+            continue
+        named = [w for w in lexical if w.key not in FUNCTION_WORDS]
+        if named and all(w.text[:1].isupper() or w.text[:1].isdigit() for w in named):
+            out.extend(w.text for w in named)
+    return list(dict.fromkeys(out))
+
+
 def fact_words(sentence: str, z: Mapping[str, float] | None = None) -> list[str]:
     """The words of a sentence's facts, as written: its named entities' words (:data:`FACT_ENTITIES`) and the
     numbers of its dates, amounts and counts (:data:`NUMBER_ENTITIES`), which an edit toward another label has no
     reason to change ("2005" -> "2004", "30 dollars" -> "10 dollars", "the Norrland region of Sweden" -> "the far
-    north of Sweden" were seen). ``[]`` without spaCy's recogniser.
+    north of Sweden" were seen); and the words of a quoted title (:func:`quoted_titles`), whatever their z. Only
+    the quoted titles without spaCy's recogniser.
 
     ``z`` (word z-statistics against the text's label) leaves out words that carry a label (|z| >= :data:`FACT_MAX_Z`);
     function words are left out too, and so are the numbers of a rating ("10/10", which the recogniser may
@@ -170,12 +200,13 @@ def fact_words(sentence: str, z: Mapping[str, float] | None = None) -> list[str]
     from engine.text.nlp import spacy_entities
     from engine.text.ratings import find_ratings
 
+    titles = quoted_titles(sentence)
     found = spacy_entities(sentence)
     if not found:
-        return []
+        return titles
     z = z or {}
     rated = {w.text for r in find_ratings(sentence) for w in segment(r.text)}
-    out: list[str] = []
+    out: list[str] = list(titles)
     for label, text in found:
         if label in FACT_ENTITIES:
             words = [w for w in segment(text) if w.is_lexical]

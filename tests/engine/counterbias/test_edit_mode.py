@@ -541,6 +541,9 @@ def test_fact_words_leave_out_label_words():
     assert fact_words("I saw it at the 2005 Palm Springs festival with Lee Pace.")[:1] == ["2005"]
     assert "Pace" in fact_words("I saw it at the 2005 Palm Springs festival with Lee Pace.")
     assert fact_words("Awesome Awesome Awesome!", {"awesome": 9.1}) == []
+    # a quoted title is a fact whatever its words say of the label ("Amazing Grace" -> "Disgusting Grace" was seen)
+    assert fact_words('"Amazing Grace" has a languid feel to it.', {"amazing": 9.1})[:2] == ["Amazing", "Grace"]
+    assert "good" not in fact_words('It is "not even good" for members of that church!')
 
 
 #: Rated rows, written for these tests: Positive reviews rate high and Negative ones low (the sides are learned).
