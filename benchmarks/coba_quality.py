@@ -220,6 +220,9 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--first", type=int, default=None,
                         help="keep only the first N of the chosen reviews (by id): a shorter run on the same sample")
+    parser.add_argument("--ids", default=None,
+                        help="comma-separated example ids (as in --out's file): exactly these reviews, e.g. to re-read "
+                        "a few after a change")
     parser.add_argument("--project", type=Path, default=None, help="project file to create or reuse")
     parser.add_argument("--members", default=None, help="backbones (default: the default ensemble)")
     parser.add_argument("--preset", default="fast-cpu")
@@ -289,6 +292,11 @@ def main() -> int:
         chosen = sorted(random.Random(args.seed).sample(usable, min(args.reviews, len(usable))), key=lambda r: r["id"])
     if args.first:
         chosen = chosen[: args.first]
+    if args.ids:
+        wanted = {int(x) for x in args.ids.split(",") if x.strip()}
+        chosen = [r for r in usable if int(r["id"]) in wanted]
+        if len(chosen) < len(wanted):
+            parser.error(f"not usable CAD dev reviews: {sorted(wanted - {int(r['id']) for r in chosen})}")
     ids = [int(r["id"]) for r in chosen]
     originals = {int(r["id"]): r for r in chosen}
     human = {i: revision_of[norm_text(originals[i]["text"])]["Text"] for i in ids}

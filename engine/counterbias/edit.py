@@ -22,7 +22,7 @@ from engine.text import normalize, segment
 from engine.text.distance import word_edit_distance
 from engine.text.lexicon import coined_words
 from engine.text.words import FUNCTION_WORDS, LEXICAL_KINDS
-from engine.verification.heuristics import commentary, label_named
+from engine.verification.heuristics import commentary, label_named, repetition
 
 __all__ = [
     "FUNCTION_WORDS",
@@ -290,6 +290,9 @@ def check_sentence(new: str, sentence: str, keep: Sequence[str], *, guard: LeakG
     >>> check_sentence("The cast is weak, a negative sentiment.", "The cast is strong.", ["cast"],
     ...                labels=["Negative", "Positive"]).reason
     'comment'
+    >>> check_sentence("The cast is weak and very dull, the cast is weak and very dull.", "The cast is strong and lively.",
+    ...                ["cast"]).reason
+    'repeated'
     """
     if not new:
         return Check("empty", "The answer is empty.")
@@ -312,6 +315,9 @@ def check_sentence(new: str, sentence: str, keep: Sequence[str], *, guard: LeakG
                 or new_runs & (_ngrams(other) - own_runs)):
             return Check("wrong sentence", "It copies another sentence of the text instead of editing the sentence "
                          "to edit.")
+    repeated = repetition(new, sentence)
+    if repeated:
+        return Check("repeated", f"It {repeated}. Say each part once.")
     if len(_norm(sentence).split()) >= 5 and own > MAX_SENTENCE_DISTANCE:
         return Check("not an edit", "It replaces the whole sentence; keep its words and change only the few "
                      "that decide the label.")

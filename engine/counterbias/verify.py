@@ -45,7 +45,7 @@ __all__ = ["CandidateFilter", "released_words", "dataset_rating_sides", "dataset
 
 #: Checks every accept rule requires by default besides the flip, spurious-word and agreement checks.
 DEFAULT_CHECKS = ("prompt-echo", "prompt-leak", "refusal", "bare-label", "label-named", "commentary", "formatting",
-                  "truncation", "copy", "coined-word", "rating", "pattern", "llm-judge", "residual")
+                  "truncation", "copy", "coined-word", "repetition", "rating", "pattern", "llm-judge", "residual")
 
 
 @dataclass(frozen=True)

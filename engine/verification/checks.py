@@ -139,7 +139,7 @@ CHECKS: Registry[Check] = Registry(
         ("label-flip", "label_flip"), ("soft-flip", "soft_flip"), ("member-agreement", "member_agreement"),
         ("spurious-kept", "spurious_kept"), ("prompt-echo", "prompt_echo"), ("prompt-leak", "prompt_leak"),
         ("refusal", "refusal"), ("bare-label", "bare_label"), ("label-named", "label_named"), ("commentary", "commentary"), ("formatting", "formatting"),
-        ("truncation", "truncation"), ("copy", "copy"), ("coined-word", "coined_word"), ("rating", "rating"), ("pattern", "pattern"),
+        ("truncation", "truncation"), ("copy", "copy"), ("coined-word", "coined_word"), ("repetition", "repetition"), ("rating", "rating"), ("pattern", "pattern"),
         ("llm-judge", "llm_judge"), ("residual", "residual"))},
 )
 
@@ -150,7 +150,7 @@ TITLES = {
     "prompt-leak": "No few-shot leak", "refusal": "No refusal", "bare-label": "Not a bare label", "label-named": "Expresses the label, does not name it",
     "commentary": "A text, not a comment on it",
     "formatting": "No markdown/list formatting", "truncation": "Complete (not truncated)",
-    "copy": "Not a copy of the original", "coined-word": "No made-up words", "rating": "Rating fits the target", "pattern": "Symbolic pattern kept", "llm-judge": "LLM judge agrees",
+    "copy": "Not a copy of the original", "coined-word": "No made-up words", "repetition": "No clause said twice", "rating": "Rating fits the target", "pattern": "Symbolic pattern kept", "llm-judge": "LLM judge agrees",
     "residual": "No sentence left for the original label",
 }
 
@@ -296,6 +296,10 @@ def copy(subject: Subject, criteria: CandidateFilter) -> Verdict:
 
 def coined_word(subject: Subject, criteria: CandidateFilter) -> Verdict:
     return _each(subject, lambda new, original: heuristics.coined_word(new, original, subject.vocabulary))
+
+
+def repetition(subject: Subject, criteria: CandidateFilter) -> Verdict:
+    return _each(subject, heuristics.repetition)
 
 
 def rating(subject: Subject, criteria: CandidateFilter) -> Verdict:

@@ -20,7 +20,9 @@ models in ``tests/fixtures/llm_outputs``:
 * :func:`copy` — the text is the original again (nothing but case, spacing or punctuation
   changed);
 * :func:`coined_word` — a word that is in no English word list and not in the dataset
-  ("whitemailed" for "blackmailed", :mod:`engine.text.lexicon`).
+  ("whitemailed" for "blackmailed", :mod:`engine.text.lexicon`);
+* :func:`repetition` — a run of words said twice that the original says once (a clause the
+  model wrote again after editing it).
 
 Examples
 --------
@@ -40,7 +42,7 @@ from collections.abc import Collection, Sequence
 from engine.text.distance import word_edit_distance
 
 __all__ = ["bare_label", "coined_word", "commentary", "copy", "formatting", "label_named", "prompt_echo", "refusal",
-           "truncation"]
+           "repetition", "truncation"]
 
 # ----------------------------------------------------------------------------- prompt echo
 
@@ -338,3 +340,44 @@ def coined_word(new: str, original: str, known: Collection[str] = frozenset()) -
     if not found:
         return None
     return "made-up word" + "s" * (len(found) > 1) + " " + ", ".join(f'"{w}"' for w in found[:3])
+
+
+# ----------------------------------------------------------------------------- repetition
+
+#: Words in a row that, said twice by the answer and fewer times by the original, make a repetition.
+#: Six: the CAD editors' revisions repeat a run of five 19 times in 1,952 pairs (parallel phrasing,
+#: "never bring back the mole, never bring back the mole"), of six 8 times, mostly film titles.
+REPEAT_WORDS = 6
+
+
+def repetition(new: str, original: str = "", *, run: int = REPEAT_WORDS) -> str | None:
+    """A run of ``run`` or more words that ``new`` says twice and ``original`` says fewer times.
+
+    Small models sometimes write a clause again after editing it ("it was not funny at all, it was
+    not funny at all"); the result reads as broken. Repetitions the original has are left alone.
+
+    Examples
+    --------
+    >>> repetition("The plot is thin and the jokes all fall flat, and the jokes all fall flat again.",
+    ...            "The plot is rich and the jokes land.")
+    'says "and the jokes all fall flat" twice'
+    >>> repetition("Never again, never again, never again.", "Never again, never again, never again.") is None
+    True
+    >>> repetition("A dull film with a dull cast.", "A fine film with a fine cast.") is None
+    True
+    """
+    words = _words(new)
+    if len(words) < 2 * run:
+        return None
+    seen: dict[tuple[str, ...], int] = {}
+    for i in range(len(words) - run + 1):
+        seen.setdefault(tuple(words[i:i + run]), i)
+    old = _words(original)
+    for i in range(len(words) - run + 1):
+        gram = tuple(words[i:i + run])
+        first = seen[gram]
+        if first + run <= i:  # a second, non-overlapping occurrence
+            said = sum(tuple(old[j:j + run]) == gram for j in range(len(old) - run + 1))
+            if said < 2:
+                return f'says "{" ".join(gram)}" twice'
+    return None

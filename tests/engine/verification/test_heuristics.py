@@ -21,7 +21,8 @@ from engine.verification.checks import CHECKS, Subject, run_checks
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "llm_outputs"
 LABELS = ["Negative", "Positive"]
-HEURISTIC = ("prompt-echo", "refusal", "bare-label", "label-named", "commentary", "formatting", "truncation", "copy")
+HEURISTIC = ("prompt-echo", "refusal", "bare-label", "label-named", "commentary", "formatting", "truncation", "copy",
+             "repetition")
 
 
 def _heuristics(new: str, original: str, finish_reason: str | None = None) -> list[str]:
@@ -34,6 +35,7 @@ def _heuristics(new: str, original: str, finish_reason: str | None = None) -> li
         "formatting": heuristics.formatting(new, original),
         "truncation": heuristics.truncation(new, original, finish_reason=finish_reason),
         "copy": heuristics.copy(new, original),
+        "repetition": heuristics.repetition(new, original),
     }
     return sorted(name for name, reason in found.items() if reason)
 
@@ -56,7 +58,7 @@ def test_recorded_rewrite_answers(original, answer, finish, expected):
 def test_recorded_answers_cover_the_failure_modes():
     expected = json.loads((FIXTURES / "rewrites/expected.json").read_text(encoding="utf-8"))
     seen = {name for names in expected.values() for name in names}
-    assert {"bare-label", "commentary", "truncation"} <= seen
+    assert {"bare-label", "commentary", "truncation", "repetition"} <= seen
     assert sum(not names for names in expected.values()) >= 5  # real rewrites pass every heuristic
 
 
@@ -106,8 +108,10 @@ def test_a_review_that_apologises_is_not_a_refusal(new, original):
 def test_real_minimal_edits_pass_every_heuristic(shared_data):
     """The CAD editors' revisions (the gold standard of an edit) almost never trip a heuristic.
 
-    Of the 1,952 dev + train pairs, 7 do (0.4 %): two revisions that are the original again
-    (CAD's own errors), two that start with an apology, three whose last sentence was cut.
+    Of the 1,952 dev + train pairs, 16 do (0.8 %): two revisions that are the original again
+    (CAD's own errors), two that start with an apology, three whose last sentence was cut, one
+    that names a label, and eight that repeat a run of six words the original said once (mostly
+    film titles: "A River Runs Through It is a").
     """
     import csv
 
@@ -187,3 +191,22 @@ def test_coined_word_check_reads_the_dataset_vocabulary():
     slang = Subject(original=original, new=new, labels=LABELS, target="Negative", original_label="Positive",
                     vocabulary=frozenset({"whitemailed"}))
     assert run_checks(slang, CandidateFilter(), ["coined-word"])["coined-word"].status == "pass"
+
+
+def test_repetition_flags_a_clause_said_twice_but_not_the_originals_own():
+    # SmolLM2's recorded rewrite r02 says its first sentence again at the end
+    doubled = ("The film's second half is not only uninspiring but also a travesty. This is a film that has been "
+               "robbed of its moral foundation. The movie's second half is not only uninspiring but also a travesty.")
+    assert heuristics.repetition(doubled, "The second half is a joy.") == 'says "second half is not only uninspiring" twice'
+    chant = "Run, Lola, run, Lola, run, Lola, run."
+    assert heuristics.repetition(chant, chant) is None
+    # five words again: parallel phrasing, as human editors write it
+    assert heuristics.repetition("It is not the only one that has talent and not the only one that is good.",
+                                 "It is the only one.") is None
+    from engine.counterbias.verify import CandidateFilter
+
+    subject = Subject(original={"text": "The second half is a joy."}, new={"text": doubled}, labels=LABELS,
+                      target="Negative", original_label="Positive")
+    verdict = run_checks(subject, CandidateFilter(), ["repetition"])["repetition"]
+    assert verdict.status == "fail" and "twice" in verdict.reason
+    assert "repetition" in CandidateFilter().required()
