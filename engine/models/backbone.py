@@ -40,6 +40,8 @@ class Backbone:
     cost_per_token: ClassVar[float] = 1.0
     #: Transformer layers (for the top-layer preset's cost); ``None``: unknown, counted as 6.
     num_layers: ClassVar[int | None] = None
+    #: Hugging Face ``model_type`` (``"bert"``, ``"mpnet"``, ...); ``None``: unknown until loaded.
+    model_type: ClassVar[str | None] = None
 
     def __init__(self, **params: Any) -> None:
         self.params = dict(params)
@@ -71,6 +73,10 @@ class Backbone:
     def layers(self) -> int:
         """Transformer layers, without loading the model (:attr:`num_layers`, else 6)."""
         return int(self.num_layers or 6)
+
+    def architecture(self) -> str | None:
+        """The Hugging Face ``model_type``, without loading the model (:attr:`model_type`; ``None``: unknown)."""
+        return self.model_type
 
     # ------------------------------------------------------------------ objects
     def load_tokenizer(self) -> Any:

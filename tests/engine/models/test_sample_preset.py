@@ -43,6 +43,25 @@ def test_a_local_model_folder_is_sized_from_its_config(tmp_path):
     assert backbone_size("local-dir", {"path": str(tmp_path)}) == "small"
 
 
+def test_a_large_folder_the_top_layer_strategy_cannot_train_is_fine_tuned_on_the_sample(tmp_path):
+    from engine.models import train_preset
+    from engine.models.registry import get_backbone
+
+    params = {"path": str(tmp_path)}
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "deberta-v2", "num_hidden_layers": 12,
+                                                      "hidden_size": 768}))
+    assert get_backbone("local-dir", **params).architecture() == "deberta-v2"
+    cfg = train_preset("sample-cpu", "local-dir", params)
+    assert (cfg.strategy, cfg.max_train_rows) == ("fine-tune", 800)  # not the top-layer preset's refusal
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "roberta", "num_hidden_layers": 12,
+                                                      "hidden_size": 768}))
+    assert train_preset("sample-cpu", "local-dir", params).strategy == "cached-top"
+    (tmp_path / "config.json").write_text(json.dumps({"num_hidden_layers": 12, "hidden_size": 768}))
+    assert train_preset("sample-cpu", "local-dir", params).strategy == "cached-top"  # unknown type: tried
+    assert get_backbone("mpnet-base").architecture() == "mpnet"
+    assert get_backbone("tiny-deberta-v2").architecture() == "deberta-v2"
+
+
 def test_split_sizes_follow_training_data():
     from engine.models.config import TrainConfig
     from engine.models.data import split_sizes
