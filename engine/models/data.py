@@ -184,4 +184,3 @@ def split_sizes(counts: Mapping[str | None, int], cfg: TrainConfig) -> tuple[int
     if cfg.max_dev_rows is not None:
         dev = min(dev, int(cfg.max_dev_rows))
     return train, dev
-
