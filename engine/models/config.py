@@ -175,6 +175,10 @@ PRESETS: dict[str, dict[str, Any]] = {
     "paper": {"max_length": 300, "epochs": 15, "batch_size": 32, "learning_rate": 5e-5, "patience": 3},
 }
 
+#: ``config.model_type`` values whose layers the ``cached-top`` strategy (:mod:`engine.models.top`) can run on
+#: their own.
+TOP_TYPES = ("bert", "roberta", "electra", "mpnet", "distilbert")
+
 #: A backbone whose training cost per token (:meth:`engine.models.backbone.Backbone.relative_cost`,
 #: MiniLM-L6 = 1) is at most this is *small* for :data:`SIZED_PRESETS` (MiniLM-L6 and -L3); a
 #: costlier one is *large* (MPNet: 4).
@@ -231,11 +235,10 @@ def backbone_size(backbone: str, backbone_params: Mapping[str, Any] | None = Non
 
 def _top_supported(backbone: str, backbone_params: Mapping[str, Any] | None, values: Mapping[str, Any]) -> bool:
     """Whether a preset's ``values`` can train ``backbone``: the top-layer strategy knows only some
-    architectures (:data:`engine.models.top.TOP_TYPES`); an unknown architecture is given the benefit of the doubt."""
+    architectures (:data:`TOP_TYPES`); an unknown architecture is given the benefit of the doubt."""
     if values.get("strategy") != "cached-top":
         return True
     from engine.models.registry import get_backbone
-    from engine.models.top import TOP_TYPES
 
     kind = get_backbone(backbone, **dict(backbone_params or {})).architecture()
     return kind is None or kind in TOP_TYPES

@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from engine.models.config import TOP_TYPES
 from engine.models.errors import EnsembleConfigError
 from engine.models.features import _fmt_eta as _fmt
 from engine.models.features import features_folder, row_crc
@@ -53,8 +54,6 @@ from engine.progress import scaled
 
 __all__ = ["TOP_TYPES", "CachedTopTrainer", "layer_count", "top_cost"]
 
-#: ``config.model_type`` values whose layers the tuned path can run on its own.
-TOP_TYPES = ("bert", "roberta", "electra", "mpnet", "distilbert")
 #: A tuned-layer epoch against a fine-tuning epoch, per tuned layer out of ``layers`` (forward +
 #: backward + optimizer step of one layer; measured ≈ 47 s per epoch for MiniLM-L6's top layer
 #: on the demo against ≈ 330 s for a fine-tuning epoch on 2 cores).
