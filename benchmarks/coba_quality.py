@@ -471,6 +471,16 @@ def main() -> int:
               f"{h_stats.get('rated', 0)} rated; rating sides {sides or 'none'})")
         print(f"{'a sentence left for the original':<34}{f(sum(bool(x) for x in g_read) / len(g_read) if g_read else float('nan')):>10}"
               f"{f(sum(bool(x) for x in h_left) / len(h_left)):>10}   (texts; the LLM reading each sentence alone)")
+        from engine.counterbias.verify import RESIDUAL_SHARE
+
+        def within(left: list[str], text: str) -> bool:  # what the residual check lets through at its default share
+            return len(left) <= RESIDUAL_SHARE * max(len(left), len(split_sentences(text or "")))
+
+        g_within = [within(x, first[i]["text"]) for x, i in zip(g_left, gen_ids) if x is not None]
+        h_within = [within(x, human[i]) for x, i in zip(h_left, ids)]
+        print(f"{f'  at most {RESIDUAL_SHARE:.0%} of sentences left':<34}"
+              f"{f(sum(g_within) / len(g_within) if g_within else float('nan')):>10}"
+              f"{f(sum(h_within) / len(h_within)):>10}   (texts the residual check passes)")
         print(f"\ndecide accept --passing would accept {len(passing)} of {len(made)} candidates; on those: "
               f"ensemble {f(p_rates['ensemble'])}, VADER {f(p_rates['vader'])}, TF-IDF {f(p_rates['tfidf'])} flip rate")
         from engine.counterbias import CandidateFilter

@@ -125,6 +125,9 @@ def _add_verify(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--agreement", choices=("each", "best"), default=None,
                    help="whose P(target) --min-member-prob applies to: each member, or the member with the best dev "
                    "accuracy (default: the engine's)")
+    p.add_argument("--max-residual-share", type=float, default=None,
+                   help="the residual check fails a candidate with more than this share of its sentences still read "
+                   "as the original label (default: the engine's, 0.2; 0: any such sentence)")
     p.set_defaults(run=_run_verify)
 
 
@@ -145,7 +148,9 @@ def _run_verify(args: argparse.Namespace, progress: StderrProgress, cancel: Canc
     for name in required or ():
         CHECKS.get(name)  # an unknown name is a named error (CB930) listing the checks
     rule = CandidateFilter(require_flip=args.flip, min_member_prob=args.min_member_prob, checks=required,
-                           **({"agreement": args.agreement} if args.agreement else {}))
+                           **({"agreement": args.agreement} if args.agreement else {}),
+                           **({"max_residual_share": args.max_residual_share}
+                              if args.max_residual_share is not None else {}))
     statuses = None if args.status == "all" else tuple(csv_list(args.status))
     with Project.open(args.project) as project:
         dataset = project.dataset(args.dataset)

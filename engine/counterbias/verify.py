@@ -48,6 +48,10 @@ DEFAULT_CHECKS = ("prompt-echo", "prompt-leak", "refusal", "bare-label", "label-
                   "truncation", "copy", "coined-word", "repetition", "rating", "pattern", "llm-judge", "residual")
 
 
+#: Default share of a candidate's sentences that may still read as the original label (the ``residual`` check).
+RESIDUAL_SHARE = 0.2
+
+
 @dataclass(frozen=True)
 class CandidateFilter:
     """Which judged candidates pass.
@@ -72,6 +76,10 @@ class CandidateFilter:
         (the member with the best dev accuracy; the other members still vote in the flip). ``"best"``
         accepted more good candidates among CAD's shortest reviews but passed half-flipped long
         ones that a weaker member held back, so ``"each"`` is the default.
+    max_residual_share
+        The ``residual`` check fails a candidate when more than this share of its sentences still
+        read as the original label (LLM sentence reader, each sentence alone); default
+        :data:`RESIDUAL_SHARE`. 0: a single such sentence fails it.
     """
 
     require_flip: str = "target"
@@ -79,15 +87,19 @@ class CandidateFilter:
     min_target_prob: float = 0.0
     min_member_prob: float = 0.85
     agreement: str = "each"
+    max_residual_share: float = RESIDUAL_SHARE
     #: The other checks whose failure holds a candidate back (``None``: :data:`DEFAULT_CHECKS`).
     checks: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
-        from engine.verification.checks import AGREEMENTS, UnknownAgreementError
+        from engine.verification.checks import AGREEMENTS, AcceptRuleError, UnknownAgreementError
 
         if self.agreement not in AGREEMENTS:
             raise UnknownAgreementError(f"No member agreement rule {self.agreement!r}.",
                                         f"Use one of: {', '.join(AGREEMENTS)}.")
+        if not 0.0 <= self.max_residual_share <= 1.0:
+            raise AcceptRuleError(f"max_residual_share {self.max_residual_share} is not a share.",
+                                        "Use a value from 0 (no sentence left) to 1 (the check never fails).")
 
     def required(self) -> list[str]:
         """Names of the checks a passing candidate must not fail."""

@@ -71,6 +71,12 @@ class UnknownAgreementError(CounterbiasError):
     code = "CB931"
 
 
+class AcceptRuleError(CounterbiasError):
+    """An accept rule's setting out of range (``max_residual_share`` outside 0 to 1)."""
+
+    code = "CB932"
+
+
 @dataclass(frozen=True)
 class Verdict:
     """The outcome of one check: ``status`` (pass/fail/skip) and a short ``reason``."""
@@ -355,17 +361,25 @@ def residual_of(meta: Mapping[str, Any], scores: Mapping[str, Any]) -> list[str]
 
 
 def residual(subject: Subject, criteria: CandidateFilter) -> Verdict:
-    """Fails a candidate with a sentence that the LLM, reading it alone, still reads as the original label (a
-    partly flipped text: "This movie really blows" left in a review meant to be Positive). Recorded at generation
-    by the LLM sentence reader (:mod:`engine.counterbias.sentence_reading`); skipped without that reading."""
+    """Fails a candidate with more than ``criteria.max_residual_share`` of its sentences that the LLM, reading each
+    alone, still reads as the original label (a partly flipped text: "This movie really blows" left in a review meant
+    to be Positive). Recorded at generation by the LLM sentence reader (:mod:`engine.counterbias.sentence_reading`);
+    skipped without that reading."""
     left = residual_of(subject.meta, subject.scores)
     if left is None:
         return Verdict(SKIP, "sentences not read (sentence reader llm, or Ask the LLM judge)")
-    if left:
-        other = subject.original_label or "the original label"
-        quoted = "; ".join(f'"{s[:80]}"' for s in left[:2])
-        return Verdict(FAIL, f"{len(left)} sentence{'s' * (len(left) > 1)} still read as {other}: {quoted}")
-    return Verdict(PASS, "no sentence reads as " + (subject.original_label or "the original label"))
+    other = subject.original_label or "the original label"
+    if not left:
+        return Verdict(PASS, "no sentence reads as " + other)
+    from engine.text.sentences import split_sentences
+
+    total = max(len(left), sum(len(split_sentences(text)) for text, _ in subject.pairs()))
+    allowed = float(getattr(criteria, "max_residual_share", 0.0))
+    quoted = "; ".join(f'"{s[:80]}"' for s in left[:2])
+    counted = f"{len(left)} of {total} sentences still read{'s' * (len(left) == 1)} as {other}"
+    if len(left) > allowed * total:
+        return Verdict(FAIL, f"{counted} (at most {allowed:.0%} may): {quoted}")
+    return Verdict(PASS, f"{counted}, within the {allowed:.0%} allowed: {quoted}")
 
 
 #: Checks that read the label the text expresses (a model or an LLM judge); the rest read its form.

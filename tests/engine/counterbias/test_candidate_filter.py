@@ -61,3 +61,30 @@ def test_an_unknown_agreement_is_a_named_error():
 
     with pytest.raises(UnknownAgreementError, match="CB931"):
         CandidateFilter(agreement="most")
+
+
+def _residual(text, left, rule):
+    from engine.verification.checks import Subject, residual
+
+    meta = {"fields": [{"field": "text", "residual": left}]}
+    return residual(Subject({"text": "x"}, {"text": text}, ["Negative", "Positive"], "Negative", "Positive",
+                            meta=meta), rule)
+
+
+def test_the_residual_check_allows_a_share_of_sentences_left():
+    """A long review with one sentence of ten still read as the original label passes by default (human CAD
+    revisions leave such sentences too); two of five do not; a share of 0 holds back any."""
+    import pytest
+
+    from engine.verification.checks import FAIL, PASS, AcceptRuleError
+
+    long = " ".join(f"Sentence {i} is dull." for i in range(9)) + " The cast is lovely."
+    verdict = _residual(long, ["The cast is lovely."], CandidateFilter())
+    assert verdict.status == PASS and verdict.reason.startswith("1 of 10 sentences still reads as Positive")
+    assert _residual(long, ["The cast is lovely."], CandidateFilter(max_residual_share=0.0)).status == FAIL
+    short = "It is dull. The cast is lovely. A joy. It drags. It ends."
+    verdict = _residual(short, ["The cast is lovely.", "A joy."], CandidateFilter())
+    assert verdict.status == FAIL and verdict.reason.startswith("2 of 5 sentences still read as Positive (at most 20")
+    assert _residual(short, [], CandidateFilter()).status == PASS
+    with pytest.raises(AcceptRuleError, match="CB932"):
+        CandidateFilter(max_residual_share=1.5)

@@ -709,7 +709,8 @@ def test_a_sentence_still_read_as_the_original_label_holds_the_candidate_back(vo
     assert rows[0]["meta"]["fields"][0]["residual"] == ["I would recommend it to anyone."]
     scores = judge_candidates(voted_project, result.created, [])[result.created[0]]
     assert scores["verdicts"]["residual"] == {
-        "status": "fail", "reason": '1 sentence still read as Positive: "I would recommend it to anyone."'}
+        "status": "fail",
+        "reason": '1 of 4 sentences still reads as Positive (at most 20% may): "I would recommend it to anyone."'}
     assert scores["passes"] is False
     # the members' reading gives no residual verdict
     _, rows = _run(voted_project, stub(reply=scripted_reply), swap_gender=False, repair_flip=False, edit_polar=0.0,
