@@ -49,6 +49,9 @@ DEFAULT_CHECKS = ("prompt-echo", "prompt-leak", "refusal", "bare-label", "label-
 
 
 #: Default share of a candidate's sentences that may still read as the original label (the ``residual`` check).
+#: The LLM sentence reader (bundled Qwen2.5-Coder-1.5B, each sentence alone) finds such a sentence in 78 % of 60 CAD
+#: human revisions (median share 0.20; originals 0.70): at 0.2 the check passes 58 % of the human revisions and 3 %
+#: of the originals, where "no sentence at all" passed 22 % of the human revisions and none of 14 fresh candidates.
 RESIDUAL_SHARE = 0.2
 
 
