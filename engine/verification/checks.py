@@ -157,7 +157,7 @@ TITLES = {
     "commentary": "A text, not a comment on it",
     "formatting": "No markdown/list formatting", "truncation": "Complete (not truncated)",
     "copy": "Not a copy of the original", "coined-word": "No made-up words", "repetition": "No clause said twice", "rating": "Rating fits the target", "pattern": "Symbolic pattern kept", "llm-judge": "LLM judge agrees",
-    "residual": "No sentence left for the original label",
+    "residual": "Few sentences left for the original label",
 }
 
 
