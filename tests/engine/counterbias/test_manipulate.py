@@ -164,6 +164,11 @@ def test_names_person_reads_the_entity_recogniser():
         pytest.skip("spaCy's pipeline is not installed: names_person is False without it")
     assert names_person("A tired Burt Reynolds plays a mercenary battling his former employers.")
     assert not names_person("The mother and her son move into a small town with a secret.")
+    # the recogniser reads Milo (CAD dev review 1950) as an organisation; the pronoun after him says it is a person
+    milo = ("Instead, the main elements were the struggle to get to Atlantis, as Milo the outsider was able to learn "
+            "all he ever needed to know about the place.")
+    assert names_person(milo)
+    assert not names_person("The film is dull. He said so, and his wife agreed.")  # no name before the pronoun
 
 
 @pytest.mark.parametrize(("text", "expected"), [
