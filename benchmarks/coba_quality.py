@@ -472,12 +472,12 @@ def main() -> int:
         print(f"{'a sentence left for the original':<34}{f(sum(bool(x) for x in g_read) / len(g_read) if g_read else float('nan')):>10}"
               f"{f(sum(bool(x) for x in h_left) / len(h_left)):>10}   (texts; the LLM reading each sentence alone)")
         from engine.counterbias.verify import RESIDUAL_SHARE
+        from engine.verification.checks import residual_within
 
-        def within(left: list[str], text: str) -> bool:  # what the residual check lets through at its default share
-            return len(left) <= RESIDUAL_SHARE * max(len(left), len(split_sentences(text or "")))
-
-        g_within = [within(x, first[i]["text"]) for x, i in zip(g_left, gen_ids) if x is not None]
-        h_within = [within(x, human[i]) for x, i in zip(h_left, ids)]
+        # what the residual check lets through at its default share
+        g_within = [residual_within(x, [first[i]["text"]], RESIDUAL_SHARE)[0] for x, i in zip(g_left, gen_ids)
+                    if x is not None]
+        h_within = [residual_within(x, [human[i]], RESIDUAL_SHARE)[0] for x, i in zip(h_left, ids)]
         print(f"{f'  at most {RESIDUAL_SHARE:.0%} of sentences left':<34}"
               f"{f(sum(g_within) / len(g_within) if g_within else float('nan')):>10}"
               f"{f(sum(h_within) / len(h_within)):>10}   (texts the residual check passes)")

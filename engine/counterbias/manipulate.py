@@ -240,6 +240,7 @@ def names_person(text: str) -> bool:
 
 #: Third-person singular pronouns that refer back to a person.
 _PERSON_PRONOUNS = frozenset("he him his himself she her hers herself".split())
+_PRONOUN_RE = re.compile(r"\b(?:" + "|".join(sorted(_PERSON_PRONOUNS)) + r")\b", re.IGNORECASE)
 #: Tokens between a proper noun and a pronoun that may refer to it.
 NAME_WINDOW = 12
 
@@ -256,6 +257,8 @@ def name_then_pronoun(text: str, window: int = NAME_WINDOW) -> bool:
     >>> name_then_pronoun("The film is dull. He said so.")  # doctest: +SKIP
     False
     """
+    if not _PRONOUN_RE.search(text):  # most texts: no tagger run
+        return False
     from engine.text.nlp import spacy_tags
 
     tags = spacy_tags(text)

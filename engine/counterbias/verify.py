@@ -102,7 +102,7 @@ class CandidateFilter:
                                         f"Use one of: {', '.join(AGREEMENTS)}.")
         if not 0.0 <= self.max_residual_share <= 1.0:
             raise AcceptRuleError(f"max_residual_share {self.max_residual_share} is not a share.",
-                                        "Use a value from 0 (no sentence left) to 1 (the check never fails).")
+                                  "Use a value from 0 (no sentence left) to 1 (the check never fails).")
 
     def required(self) -> list[str]:
         """Names of the checks a passing candidate must not fail."""

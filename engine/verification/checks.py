@@ -360,6 +360,21 @@ def residual_of(meta: Mapping[str, Any], scores: Mapping[str, Any]) -> list[str]
     return [str(s) for found in read for s in found] if read else None
 
 
+def residual_within(left: Sequence[str], texts: Sequence[str], share: float) -> tuple[bool, int]:
+    """Whether ``left`` (sentences still read as the original label) is at most ``share`` of the sentences of
+    ``texts``, and that number of sentences.
+
+    Examples
+    --------
+    >>> residual_within(["A joy."], ["It drags. A joy. It ends. Dull. Flat."], 0.2)
+    (True, 5)
+    """
+    from engine.text.sentences import split_sentences
+
+    total = max(len(left), sum(len(split_sentences(text or "")) for text in texts))
+    return len(left) <= share * total, total
+
+
 def residual(subject: Subject, criteria: CandidateFilter) -> Verdict:
     """Fails a candidate with more than ``criteria.max_residual_share`` of its sentences that the LLM, reading each
     alone, still reads as the original label (a partly flipped text: "This movie really blows" left in a review meant
@@ -371,13 +386,11 @@ def residual(subject: Subject, criteria: CandidateFilter) -> Verdict:
     other = subject.original_label or "the original label"
     if not left:
         return Verdict(PASS, "no sentence reads as " + other)
-    from engine.text.sentences import split_sentences
-
-    total = max(len(left), sum(len(split_sentences(text)) for text, _ in subject.pairs()))
     allowed = float(getattr(criteria, "max_residual_share", 0.0))
+    within, total = residual_within(left, [text for text, _ in subject.pairs()], allowed)
     quoted = "; ".join(f'"{s[:80]}"' for s in left[:2])
     counted = f"{len(left)} of {total} sentences still read{'s' * (len(left) == 1)} as {other}"
-    if len(left) > allowed * total:
+    if not within:
         return Verdict(FAIL, f"{counted} (at most {allowed:.0%} may): {quoted}")
     return Verdict(PASS, f"{counted}, within the {allowed:.0%} allowed: {quoted}")
 
