@@ -32,6 +32,7 @@ examples cost a third of the full budget and completeness holds within the same 
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any, ClassVar
 
 import numpy as np
@@ -40,7 +41,11 @@ from engine.attribution.errors import MethodSettingsError
 from engine.attribution.method import AttributionMethod, MethodSettings
 from engine.attribution.registry import register_method
 
-__all__ = ["IGSettings", "IntegratedGradients"]
+__all__ = ["IGSettings", "IntegratedGradients", "NODES"]
+
+#: Where the integration nodes go: ``"uniform"`` (captum's rule ``method`` over the whole path)
+#: or ``"adaptive"`` (where the output changes, :mod:`engine.attribution.ig_path`).
+NODES = ("uniform", "adaptive")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,21 +79,40 @@ class IGSettings(MethodSettings):
     max_steps: int = 200
     internal_batch_size: int | None = None
     token_budget: int | None = None
+    nodes: str | None = None
+    probes: int = 8
 
     PERFORMANCE_FIELDS: ClassVar[frozenset[str]] = frozenset({"internal_batch_size", "token_budget"})
 
     #: First-pass steps per budget.
     BUDGET_STEPS: ClassVar[dict[str, int]] = {"fast": 16, "full": 50}
 
+    #: Node placement per budget (see ``nodes``).
+    BUDGET_NODES: ClassVar[dict[str, str]] = {"fast": "adaptive", "full": "uniform"}
+
     def resolved(self) -> IGSettings:
-        if self.n_steps is not None:
-            return self
-        return dataclasses.replace(self, n_steps=self.BUDGET_STEPS[self.budget])
+        out = self
+        if out.n_steps is None:
+            out = dataclasses.replace(out, n_steps=self.BUDGET_STEPS[self.budget])
+        if out.nodes is None:
+            out = dataclasses.replace(out, nodes=self.BUDGET_NODES[self.budget])
+        return out
+
+    def identity(self) -> dict[str, Any]:
+        out = super().identity()
+        if out.get("nodes") == "uniform":  # the key uniform nodes had before node placement existed
+            out.pop("nodes", None)
+            out.pop("probes", None)
+        return out
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.n_steps is not None and self.n_steps < 1:
             raise MethodSettingsError(f"n_steps must be positive, got {self.n_steps}.", "Use e.g. 50.")
+        if self.nodes not in (None, *NODES):
+            raise MethodSettingsError(f"Unknown node placement {self.nodes!r}.", f"Use one of: {', '.join(NODES)}.")
+        if self.probes < 1:
+            raise MethodSettingsError(f"probes must be positive, got {self.probes}.", "Use e.g. 8.")
         if self.delta_tolerance is not None and self.delta_tolerance <= 0:
             raise MethodSettingsError(f"delta_tolerance must be positive, got {self.delta_tolerance}.", "Use e.g. 0.05, or None.")
 
@@ -105,30 +129,48 @@ class IntegratedGradients(AttributionMethod):
         from captum.attr import LayerIntegratedGradients
 
         settings = settings.resolved()
-        lig = LayerIntegratedGradients(forward, forward.model.get_input_embeddings())
+        if settings.nodes == "adaptive":
+            run = functools.partial(self._run_adaptive, forward)
+        else:
+            run = functools.partial(self._run, LayerIntegratedGradients(forward, forward.model.get_input_embeddings()))
         rows = list(range(len(batch)))
-        steps = int(settings.n_steps)
-        token_scores, deltas = self._run(lig, batch, rows, targets, steps, settings)
+        steps, probes = int(settings.n_steps), int(settings.probes)
+        token_scores, deltas = run(batch, rows, targets, steps, settings, probes)
         while settings.delta_tolerance is not None and steps < settings.max_steps:
             bad = [i for i in rows if abs(deltas[i]) > settings.delta_tolerance]
             if not bad:
                 break
             steps = settings.max_steps if settings.budget == "full" else min(settings.max_steps, 4 * steps)
-            redo, redo_deltas = self._run(lig, batch, bad, targets, steps, settings)
+            probes *= 2
+            redo, redo_deltas = run(batch, bad, targets, steps, settings, probes)
             for j, i in enumerate(bad):
                 token_scores[i], deltas[i] = redo[j], redo_deltas[j]
         scores = [batch.group_scores_from_tokens(i, token_scores[i]) for i in rows]
         return scores, deltas
 
     @staticmethod
-    def _run(lig: Any, batch: Any, rows: list[int], targets: Any, steps: int, settings: IGSettings) -> tuple[list[np.ndarray], list[float]]:
-        """One ``attribute()`` call over the examples ``rows`` of ``batch``."""
+    def _rows_per_pass(batch: Any, steps: int, settings: IGSettings) -> int:
+        length = int(batch.input_ids.shape[1])
+        budget = settings.token_budget or (4096 if batch.input_ids.device.type == "cpu" else 32768)
+        return settings.internal_batch_size or max(steps // 2, budget // max(1, length))
+
+    @classmethod
+    def _run_adaptive(cls, forward: Any, batch: Any, rows: list[int], targets: Any, steps: int, settings: IGSettings,
+                      probes: int) -> tuple[list[np.ndarray], list[float]]:
+        """Nodes placed where the output changes (:func:`engine.attribution.ig_path.integrate`)."""
+        from engine.attribution.ig_path import integrate
+
+        return integrate(forward, batch, rows, targets, n_steps=steps, probes=probes,
+                         rows_per_pass=cls._rows_per_pass(batch, steps, settings))
+
+    @classmethod
+    def _run(cls, lig: Any, batch: Any, rows: list[int], targets: Any, steps: int, settings: IGSettings,
+             probes: int = 0) -> tuple[list[np.ndarray], list[float]]:
+        """One ``attribute()`` call over the examples ``rows`` of ``batch`` (uniform nodes; ``probes`` unused)."""
         import torch
 
         index = torch.as_tensor(rows, device=batch.input_ids.device)
-        length = int(batch.input_ids.shape[1])
-        budget = settings.token_budget or (4096 if batch.input_ids.device.type == "cpu" else 32768)
-        internal = settings.internal_batch_size or max(steps // 2, budget // max(1, length))
+        internal = cls._rows_per_pass(batch, steps, settings)
         extra = tuple(None if t is None else t.index_select(0, index) for t in batch.forward_args())
         attributions, delta = lig.attribute(
             inputs=batch.input_ids.index_select(0, index),
