@@ -146,6 +146,10 @@ def main() -> int:
     parser.add_argument("--tune-layers", type=int, default=None, help="top-cpu: layers trained (default: the preset's)")
     parser.add_argument("--methods", default=",".join(METHODS))
     parser.add_argument("--ig-steps", type=int, default=None, help="IG steps (default: the engine's)")
+    parser.add_argument("--ig-nodes", choices=("uniform", "adaptive"), default=None,
+                        help="IG node placement (default: the engine's for the budget)")
+    parser.add_argument("--ig-tolerance", type=float, default=None,
+                        help="IG |delta| above which an example is refined (0: never refine; default: the engine's)")
     parser.add_argument("--samples", type=int, default=None, help="LIME / KernelSHAP perturbations (default: the engine's)")
     parser.add_argument("--k", type=int, default=5)
     parser.add_argument("--seed", type=int, default=7)
@@ -253,7 +257,12 @@ def main() -> int:
           f"first {max_length} tokens of each original")
 
     # ---------------------------------------------------------------- attributions (cached in the project)
-    settings = {"ig": {"n_steps": args.ig_steps} if args.ig_steps else {},
+    ig = {"n_steps": args.ig_steps} if args.ig_steps else {}
+    if args.ig_nodes:
+        ig["nodes"] = args.ig_nodes
+    if args.ig_tolerance is not None:
+        ig["delta_tolerance"] = args.ig_tolerance or None
+    settings = {"ig": ig,
                 "lime": {"num_samples": args.samples} if args.samples else {},
                 "shapley": {"estimator": "kernel", **({"num_samples": args.samples} if args.samples else {})}}
     methods = {m: settings.get(m) or None for m in methods_used}
