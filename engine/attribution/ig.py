@@ -23,10 +23,15 @@ with ``max_steps`` steps (default 200; on a fine-tuned MPNet this brings most de
 0.8 under 0.05); the delta kept with each example is the final one, and jobs report the
 largest.
 
-Budgets: ``budget="full"`` is the above (50 steps, one redo at ``max_steps``). ``budget="fast"``
-(the default) starts with 16 steps and refines only the examples whose |delta| still exceeds
-``delta_tolerance``, with 4x as many steps each round (16 -> 64 -> ``max_steps``), so smooth
-examples cost a third of the full budget and completeness holds within the same tolerance.
+Budgets: ``budget="full"`` is the above (50 evenly placed steps, one redo at ``max_steps``).
+``budget="fast"`` starts with 16 nodes placed where the output changes (``nodes="adaptive"``,
+:mod:`engine.attribution.ig_path`: the path is probed at ``probes + 1`` points without
+gradients first) and refines only the examples whose |delta| still exceeds
+``delta_tolerance``, with 4x as many nodes and twice the probes each round (16 -> 64 ->
+``max_steps``). Measured on the sample-cpu MPNet member (10 CAD dev reviews, 2 threads): 16
+adaptive nodes give the same top-5 words as 200 adaptive nodes for 0.90 of them at 6.9 s a
+review, 16 evenly placed nodes for 0.52 at 5.5 s; the refined uniform answer (about 200 steps,
+69 s a review) agrees with the 200 adaptive nodes on all of them.
 """
 
 from __future__ import annotations
@@ -71,6 +76,13 @@ class IGSettings(MethodSettings):
         With ``internal_batch_size=None``: rows per pass = ``token_budget // sequence length``
         (at least ``n_steps // 2``). ``None``: 4096 tokens on a CPU (bounded memory; larger
         passes are no faster there), 32768 on a GPU.
+    nodes
+        ``"uniform"`` (captum's rule ``method`` over the whole path) or ``"adaptive"`` (nodes
+        where the output changes); ``None``: adaptive with ``budget="fast"``, uniform with
+        ``"full"``. Uniform nodes keep the cache keys they had before this option existed.
+    probes
+        Adaptive nodes: the path is first probed at ``probes + 1`` evenly spaced points
+        (forward passes without gradients); doubled at each refinement.
     """
 
     n_steps: int | None = None

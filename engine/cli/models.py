@@ -53,7 +53,7 @@ ATTRIBUTION = argparse.ArgumentParser(add_help=False, parents=[SELECTION])
 ATTRIBUTION.add_argument("--members", help="comma-separated member names (default: every member trained on the dataset)")
 ATTRIBUTION.add_argument("--methods", default="ig", help="comma-separated: ig, lime, shapley (default: ig)")
 ATTRIBUTION.add_argument("--budget", choices=("fast", "full"),
-                         help="full (default, CoBA sizes) or fast (about 4x cheaper: samples sized to the words, IG refined until complete)")
+                         help="full (default, CoBA sizes) or fast (samples sized to the words; IG from 16 nodes placed where the output changes, refined while incomplete)")
 ATTRIBUTION.add_argument("--ig-steps", type=int, help="Integrated Gradients first-pass steps (default 50 full, 16 fast)")
 ATTRIBUTION.add_argument("--lime-samples", type=int, help="LIME perturbation samples")
 ATTRIBUTION.add_argument("--shapley-samples", type=int, help="Shapley value sampling permutations")
