@@ -9,14 +9,7 @@ from engine.attribution import ExampleInput, IGSettings, attribute_texts, settin
 from engine.attribution.core import AttributionStats
 from engine.attribution.errors import MethodSettingsError
 from engine.attribution.ig_path import adaptive_nodes, allocate_nodes
-
-TEXTS = [
-    "A wonderful, moving film!",
-    "Terrible acting and a boring plot, I hated it.",
-    "I didn't like it, but the café scenes were well-made.",
-    "The plot is thin; the actors aren't.",
-    "It's not bad at all, actually rather good.",
-]
+from tests.engine.attribution.test_budget import TEXTS
 
 
 def test_nodes_follow_the_change_and_weights_integrate() -> None:
