@@ -156,7 +156,7 @@ def integrate(forward: Any, batch: Any, rows: list[int], targets: Any, *, n_step
     def run(plan: list[tuple[int, float, float]], grad: bool) -> tuple[np.ndarray, list[Any]]:
         """Outputs (and weighted gradient sums per example) at ``(example, alpha, weight)`` points."""
         values = np.empty(len(plan))
-        sums = [torch.zeros_like(x[0]) for _ in rows] if grad else []
+        sums = [torch.zeros_like(x[0], dtype=torch.float32) for _ in rows] if grad else []  # float32 on half models too
         for start in range(0, len(plan), step):
             part = plan[start:start + step]
             who = torch.as_tensor([p[0] for p in part], device=device)
@@ -169,7 +169,7 @@ def integrate(forward: Any, batch: Any, rows: list[int], targets: Any, *, n_step
             values[start:start + len(part)] = out.float().cpu().numpy()
             if grad:
                 for j, (i, _, w) in enumerate(part):
-                    sums[i] += w * gradient[j].detach()
+                    sums[i] += w * gradient[j].float()
         return values, sums
 
     grid = np.linspace(0.0, 1.0, probes + 1)
@@ -182,7 +182,7 @@ def integrate(forward: Any, batch: Any, rows: list[int], targets: Any, *, n_step
     _, sums = run(plan, grad=True)
     scores, deltas = [], []
     for i in range(len(rows)):
-        token = (sums[i] * (x[i] - base[i])).sum(dim=-1).float().cpu().numpy()
+        token = (sums[i] * (x[i] - base[i]).float()).sum(dim=-1).cpu().numpy()
         scores.append(token)
         deltas.append(float(token.sum() - (probed[i, -1] - probed[i, 0])))
     return scores, deltas
