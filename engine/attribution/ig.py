@@ -138,12 +138,12 @@ class IntegratedGradients(AttributionMethod):
     def group_scores(
         self, forward: Any, batch: Any, targets: Any, settings: IGSettings, *, seed_ids: list[int]
     ) -> tuple[list[np.ndarray], list[float]]:
-        from captum.attr import LayerIntegratedGradients
-
         settings = settings.resolved()
         if settings.nodes == "adaptive":
             run = functools.partial(self._run_adaptive, forward)
         else:
+            from captum.attr import LayerIntegratedGradients
+
             run = functools.partial(self._run, LayerIntegratedGradients(forward, forward.model.get_input_embeddings()))
         rows = list(range(len(batch)))
         steps, probes = int(settings.n_steps), int(settings.probes)

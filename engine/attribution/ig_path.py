@@ -151,6 +151,7 @@ def integrate(forward: Any, batch: Any, rows: list[int], targets: Any, *, n_step
     with torch.no_grad():
         x = layer(ids)
         base = layer(batch.baseline_ids.index_select(0, index))
+        span = x - base
     step = max(1, int(rows_per_pass))
 
     def run(plan: list[tuple[int, float, float]], grad: bool) -> tuple[np.ndarray, list[Any]]:
@@ -161,7 +162,7 @@ def integrate(forward: Any, batch: Any, rows: list[int], targets: Any, *, n_step
             part = plan[start:start + step]
             who = torch.as_tensor([p[0] for p in part], device=device)
             alpha = torch.as_tensor([p[1] for p in part], dtype=x.dtype, device=device)[:, None, None]
-            embeds = base.index_select(0, who) + alpha * (x - base).index_select(0, who)
+            embeds = base.index_select(0, who) + alpha * span.index_select(0, who)
             if grad:
                 embeds.requires_grad_(True)
             args = tuple(None if t is None else t.index_select(0, who) for t in extra)
@@ -182,7 +183,7 @@ def integrate(forward: Any, batch: Any, rows: list[int], targets: Any, *, n_step
     _, sums = run(plan, grad=True)
     scores, deltas = [], []
     for i in range(len(rows)):
-        token = (sums[i] * (x[i] - base[i]).float()).sum(dim=-1).cpu().numpy()
+        token = (sums[i] * span[i].float()).sum(dim=-1).cpu().numpy()
         scores.append(token)
         deltas.append(float(token.sum() - (probed[i, -1] - probed[i, 0])))
     return scores, deltas
