@@ -6,16 +6,19 @@ Shapley) twice in ONE run:
 
 * **full** — ``budget="full"``: the settings used before (IG 50 Gauss-Legendre steps, one
   200-step redo of examples whose |delta| > 0.05; LIME 200 samples; Shapley 10 permutations);
-* **fast** — the defaults (``budget="fast"``): IG from few steps, refined only until
-  completeness holds; LIME and Shapley samples sized to the number of words; batched forward
-  passes in inference mode (see :mod:`engine.attribution.budget`).
+* **fast** — ``budget="fast"``: IG with 16 nodes placed where the output changes, refined only
+  when |delta| > 0.2; LIME and Shapley samples sized to the number of words; batched forward
+  passes in inference mode.
 
-It prints seconds per review for each member x method and in total, the speed-up, the
-largest |IG delta| of each, and how well the fast vote (:func:`engine.attribution.vote.vote_example`,
-default :class:`~engine.attribution.vote.VoteSettings`) matches the full one on principal
-words: **recall** = mean over reviews of ``|fast ∩ full| / |full|`` (reviews whose full vote has
-no principal word are skipped) and **Jaccard** = mean ``|fast ∩ full| / |fast ∪ full|`` (two
-empty sets count as 1).
+It prints seconds per review for each member x method, the largest |IG delta| of each, and then
+per configuration (budget x which members explain: every member, or the default explainers of
+:mod:`engine.attribution.explainers`) the seconds per review, the speed-up over the old default
+(full budget, every member) and how well its vote (the app's: default
+:class:`~engine.attribution.vote.VoteSettings` with the dataset's word prior and member weights,
+a strict majority for an even number of members) matches that old vote on principal words:
+**recall** = mean over reviews of ``|ours ∩ full| / |full|`` (reviews whose full vote has no
+principal word are skipped) and **Jaccard** = mean ``|ours ∩ full| / |ours ∪ full|`` (two empty
+sets count as 1).
 
 Members come from ``--project`` (an existing ``.cbproj`` with a CAD dataset and trained
 members, named with ``--members``), or are trained here on the CAD train split with the
@@ -85,13 +88,13 @@ def dev_reviews(project, dataset, n: int, fields):
     return [ExampleInput(int(r["id"]), example_texts(r, fields), r["label"]) for r in rows]
 
 
-def run_budget(member, info, examples, method: str, budget: str):
-    """Seconds and results of one member x method at one budget."""
+def run_budget(member, info, examples, method: str, budget: str, seed: int | None = None):
+    """Seconds and results of one member x method at one budget (``seed``: the sampling methods' seed)."""
     from engine.attribution import attribute_texts, resolve_settings
     from engine.attribution.core import AttributionStats
     from engine.attribution.jobs import DEFAULT_BATCH_SIZE
 
-    settings = resolve_settings(method, {"budget": budget})
+    settings = resolve_settings(method, {"budget": budget, **({"seed": seed} if seed is not None else {})})
     stats = AttributionStats()
     t0 = time.perf_counter()
     with member.lock:
@@ -116,12 +119,17 @@ def main() -> None:
     parser.add_argument("--max-length", type=int, default=128, help="member max length (fast-cpu: 128)")
     parser.add_argument("--learning-rate", type=float, help="training learning rate (fast-cpu: 1e-4)")
     parser.add_argument("--threads", type=int, help="torch threads (default: torch's choice)")
+    parser.add_argument("--noise-floor", action="store_true",
+                        help="also run the full budget's LIME and Shapley with another seed: how far two runs of the "
+                             "old default agree (a ceiling for any faster one)")
     args = parser.parse_args()
 
     import numpy as np
     import torch
 
+    from engine.attribution.explainers import default_explainers, majority_threshold
     from engine.attribution.vote import VoteSettings, vote_example
+    from engine.attribution.vote_store import vote_context
     from engine.models.loading import load_member
     from engine.models.store import get_model
 
@@ -143,17 +151,26 @@ def main() -> None:
     print(f"\n{len(examples)} CAD dev reviews ({np.mean(n_words):.0f} whitespace words on average), members "
           f"{', '.join(members)}, methods {', '.join(methods)}; torch {torch.__version__}, {torch.get_num_threads()} threads")
 
-    seconds = {b: {} for b in ("full", "fast")}
-    scores = {b: {} for b in ("full", "fast")}
-    deltas = {b: {} for b in ("full", "fast")}
+    # "full-again": the full budget with another seed for the sampling methods (LIME, Shapley; IG is
+    # deterministic, so its full scores are reused) — how far two runs of the old default agree
+    budgets = ("full", "fast", "full-again") if args.noise_floor else ("full", "fast")
+    seconds = {b: {} for b in budgets}
+    scores = {b: {} for b in budgets}
+    deltas = {b: {} for b in budgets}
     words: dict[int, list[str]] = {}
     for info in infos:
         member = load_member(project, info.name)
         # warm-up: lazy imports and allocator, not timed
         run_budget(member, info, examples[:1], "ig", "fast")
         for method in methods:
-            for budget in ("full", "fast"):
-                sec, out, stats = run_budget(member, info, examples, method, budget)
+            for budget in budgets:
+                if budget == "full-again" and method == "ig":
+                    seconds[budget][(info.name, method)] = seconds["full"][(info.name, method)]
+                    for ex_id, per_member in scores["full"].items():
+                        scores[budget].setdefault(ex_id, {}).setdefault(info.name, {})[method] = per_member[info.name][method]
+                    continue
+                sec, out, stats = run_budget(member, info, examples, method, budget.split("-")[0],
+                                             seed=1 if budget == "full-again" else None)
                 seconds[budget][(info.name, method)] = sec
                 deltas[budget][(info.name, method)] = max((abs(d) for d in stats.deltas), default=None)
                 for r in out:
@@ -164,31 +181,56 @@ def main() -> None:
                 print(f"  {info.name:<12} {method:<8} {budget:<5} {sec / len(examples):7.2f} s/review", flush=True)
 
     n = len(examples)
-    print(f"\nSeconds per review (noisy: single run)\n{'member':<14}{'method':<9}{'full':>9}{'fast':>9}{'speed-up':>10}{'max|delta| full':>17}{'fast':>8}")
+    print(f"\nSeconds per review (noisy: single run)\n{'member':<18}{'method':<9}{'full':>9}{'fast':>9}{'speed-up':>10}{'max|delta| full':>17}{'fast':>8}")
     for info in infos:
         for method in methods:
             full, fast = seconds["full"][(info.name, method)], seconds["fast"][(info.name, method)]
             df, dq = deltas["full"][(info.name, method)], deltas["fast"][(info.name, method)]
             fmt = lambda d: "" if d is None else f"{d:.3f}"  # noqa: E731
-            print(f"{info.name:<14}{method:<9}{full / n:9.2f}{fast / n:9.2f}{full / max(fast, 1e-9):9.1f}x{fmt(df):>17}{fmt(dq):>8}")
+            print(f"{info.name:<18}{method:<9}{full / n:9.2f}{fast / n:9.2f}{full / max(fast, 1e-9):9.1f}x{fmt(df):>17}{fmt(dq):>8}")
     total_full, total_fast = sum(seconds["full"].values()), sum(seconds["fast"].values())
-    print(f"{'total':<23}{total_full / n:9.2f}{total_fast / n:9.2f}{total_full / total_fast:9.1f}x")
+    print(f"{'total':<27}{total_full / n:9.2f}{total_fast / n:9.2f}{total_full / total_fast:9.1f}x")
 
-    settings = VoteSettings()
-    recall, jaccard, same = [], [], 0
-    for ex in examples:
-        w = words.get(ex.id, [])
-        full = set(vote_example(w, scores["full"][ex.id], settings).principal)
-        fast = set(vote_example(w, scores["fast"][ex.id], settings).principal)
-        same += full == fast
-        if full:
-            recall.append(len(full & fast) / len(full))
-        jaccard.append(len(full & fast) / len(full | fast) if full | fast else 1.0)
-    print(f"\nPrincipal words, fast vs full vote ({settings.k=}, combine={settings.combine!r}): "
-          f"recall |fast ∩ full|/|full| = {np.mean(recall):.3f} (over {len(recall)} reviews with principal words), "
-          f"mean Jaccard = {np.mean(jaccard):.3f}, identical sets {same}/{n}")
-    print(f"Speed-up per review: {total_full / total_fast:.1f}x ({total_full / n:.1f} s -> {total_fast / n:.1f} s)")
+    explainers = [i.name for i in default_explainers(infos)]
+    everyone = [i.name for i in infos]
+    configs = [("full, every member (before)", "full", everyone)]
+    if args.noise_floor:
+        configs.append(("full, every member, another seed (noise floor)", "full-again", everyone))
+    configs.append(("fast, every member", "fast", everyone))
+    if explainers != everyone:
+        configs += [("full, default explainers", "full", explainers),
+                    ("fast, default explainers (after: app default)", "fast", explainers)]
 
+    by_name = {i.name: i for i in infos}
+    contexts: dict[tuple[str, ...], tuple] = {}
+
+    def principal(ex, budget: str, names: list[str]) -> set[str]:
+        # the app's vote (default rule, its word prior and member weights) over these members
+        if tuple(names) not in contexts:
+            settings = VoteSettings(threshold=majority_threshold(len(names)))
+            contexts[tuple(names)] = settings, vote_context(project, [by_name[m] for m in names], settings,
+                                                            dataset_id=dataset.id)
+        settings, context = contexts[tuple(names)]
+        return set(vote_example(words.get(ex.id, []), {m: scores[budget][ex.id][m] for m in names}, settings,
+                                context=context).principal)
+
+    reference = {ex.id: principal(ex, "full", everyone) for ex in examples}
+    print(f"\nDefault explainers (engine.attribution.explainers): {', '.join(explainers)}"
+          f"{'' if explainers != everyone else ' (every member)'}")
+    print(f"Principal words against the full vote of every member ({VoteSettings().rule} vote, K={VoteSettings().k}): "
+          f"recall = |ours ∩ full| / |full| over reviews with principal words; Jaccard (two empty sets = 1)")
+    print(f"{'configuration':<48}{'s/review':>9}{'speed-up':>10}{'recall':>8}{'Jaccard':>9}{'same set':>10}")
+    for title, budget, names in configs:
+        sec = sum(seconds[budget][(n, m)] for n in names for m in methods)
+        recall, jaccard, same = [], [], 0
+        for ex in examples:
+            ref, ours = reference[ex.id], principal(ex, budget, names)
+            same += ref == ours
+            if ref:
+                recall.append(len(ref & ours) / len(ref))
+            jaccard.append(len(ref & ours) / len(ref | ours) if ref | ours else 1.0)
+        print(f"{title:<48}{sec / n:9.2f}{total_full / sec:9.1f}x{np.mean(recall):8.3f}{np.mean(jaccard):9.3f}"
+              f"{same:>6}/{n}")
 
 if __name__ == "__main__":
     main()

@@ -60,11 +60,16 @@ class ModelInfo:
         return str(self.metrics.get("preset") or self.params.get("spec", {}).get("train", {}).get("preset", "?"))
 
     @property
+    def strategy(self) -> str:
+        """What training updated: ``"fine-tune"`` (the whole network), ``"cached-top"`` or ``"cached-head"``."""
+        strategy = self.metrics.get("strategy") or self.params.get("spec", {}).get("train", {}).get("strategy")
+        return str(strategy or "fine-tune")
+
+    @property
     def training_summary(self) -> str:
         """The preset with what it trained and on how many rows, e.g. ``sample-cpu: top layer, 1,000 rows``."""
         what = {"fine-tune": "fine-tuned", "cached-top": "top layer", "cached-head": "head only"}
-        strategy = self.metrics.get("strategy") or self.params.get("spec", {}).get("train", {}).get("strategy")
-        parts = [what.get(str(strategy or "fine-tune"), str(strategy))]
+        parts = [what.get(self.strategy, self.strategy)]
         rows = self.metrics.get("train_rows")
         if rows is not None:
             parts.append(f"{int(rows):,} rows")
