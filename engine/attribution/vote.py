@@ -73,7 +73,9 @@ class VoteSettings:
     rank_by
         ``"abs"`` (default) or ``"positive"``.
     threshold
-        Members needed for a principal word; ``None`` means ``tau = (|M| + 1) / 2``.
+        Members needed for a principal word; ``None`` means a strict majority,
+        ``tau = floor(|M| / 2) + 1`` (CoBA's ``(|M| + 1) / 2`` for an odd number of members; both
+        of two members, the default explainers when a third member only judges).
     rule
         The vote rule's name in :data:`engine.attribution.vote_registry.VOTE_RULES` (default
         ``"z-prior"``, see the module doc; ``"majority"`` is CoBA's vote, steps 2–3).
@@ -96,14 +98,14 @@ class VoteSettings:
         if self.rank_by not in RANK_RULES:
             raise VoteConfigError(f"Unknown ranking {self.rank_by!r}.", f"Use one of: {', '.join(RANK_RULES)}.")
         if self.threshold is not None and self.threshold < 1:
-            raise VoteConfigError(f"threshold must be at least 1, got {self.threshold}.", "Leave it unset for (|M|+1)/2.")
+            raise VoteConfigError(f"threshold must be at least 1, got {self.threshold}.", "Leave it unset for a strict majority.")
         if not 0.0 <= self.prior_weight <= 1.0:
             raise VoteConfigError(f"prior_weight must be between 0 and 1, got {self.prior_weight}.", "Use e.g. 0.3.")
         VOTE_RULES.get(self.rule)  # an unknown name raises VoteConfigError listing the valid ones
 
     def tau(self, n_members: int) -> int:
         """The member threshold for ``n_members`` members."""
-        return self.threshold if self.threshold is not None else (n_members + 1) // 2
+        return self.threshold if self.threshold is not None else n_members // 2 + 1
 
     def to_dict(self) -> dict:
         out = {"k": self.k, "combine": self.combine, "rank_by": self.rank_by, "threshold": self.threshold}

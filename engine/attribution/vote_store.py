@@ -119,7 +119,8 @@ def find_principal_words(
     dataset_id
         Dataset version to explain.
     model_names
-        The ensemble's trained members (an odd number for a majority vote).
+        The members that explain (any number: the vote needs a strict majority of them unless
+        ``vote.threshold`` says otherwise; see :func:`~engine.attribution.explainers.default_explainers`).
     methods
         Method names, or a mapping of method name -> settings (default: IG only).
     vote
@@ -146,7 +147,7 @@ def find_principal_words(
     Raises
     ------
     VoteConfigError
-        An even number of members without an explicit threshold, or no methods.
+        No members or no methods.
     MissingAttributionsError
         With ``compute=False`` when some attributions are not stored.
     """
@@ -155,11 +156,6 @@ def find_principal_words(
     vote = vote if vote is not None else VoteSettings()
     if not model_names:
         raise VoteConfigError("No ensemble members were given.", "Train an ensemble first (3 members by default).")
-    if len(model_names) % 2 == 0 and vote.threshold is None:
-        raise VoteConfigError(
-            f"A majority vote needs an odd number of members, got {len(model_names)}.",
-            "Add or remove a member, or set an explicit threshold.",
-        )
     plan = dict(methods) if isinstance(methods, Mapping) else {m: None for m in methods}
     if not plan:
         raise VoteConfigError("No attribution method was chosen.", "Enable at least one of ig, lime, shapley.")

@@ -98,6 +98,7 @@ def test_settings_are_validated() -> None:
     with pytest.raises(VoteConfigError):
         VoteSettings(rank_by="random")
     assert VoteSettings().tau(3) == 2 and VoteSettings().tau(5) == 3 and VoteSettings(threshold=3).tau(3) == 3
+    assert VoteSettings().tau(2) == 2 and VoteSettings().tau(4) == 3  # a strict majority of an even number
 
 
 def test_dataset_tables_count_examples_per_label() -> None:

@@ -65,9 +65,14 @@ def test_find_principal_words_stores_votes_and_reuses_them(ensemble) -> None:
     assert project.db["word_votes"].count == 0
 
 
-def test_vote_needs_an_odd_ensemble_and_stored_attributions(ensemble) -> None:
+def test_two_members_vote_by_strict_majority_and_stored_attributions_are_needed(ensemble) -> None:
     project, dataset, names, ids = ensemble
+    vote = lambda **kw: find_principal_words(project, dataset.id, names[:2], example_ids=ids,  # noqa: E731
+                                             vote=VoteSettings(rule="majority", **kw))
+    both, explicit, either = vote(), vote(threshold=2), vote(threshold=1)  # unset: both of two members
+    assert both.summary.principal == explicit.summary.principal
+    assert sum(w.examples for w in both.summary.principal) < sum(w.examples for w in either.summary.principal)
     with pytest.raises(VoteConfigError):
-        find_principal_words(project, dataset.id, names[:2], example_ids=ids)
+        find_principal_words(project, dataset.id, [], example_ids=ids)
     with pytest.raises(MissingAttributionsError):
         find_principal_words(project, dataset.id, names, example_ids=ids, compute=False)
