@@ -55,13 +55,19 @@ class BreakdownGrid(QWidget):
         layout.addWidget(self.table, 1)
 
     def set_members(self, members: Sequence[str], methods: Sequence[str],
-                    accuracy: Mapping[str, float] | None = None, presets: Mapping[str, str] | None = None) -> None:
-        """Define the grid's rows and columns (keeps existing toggles); rows show dev accuracy and preset."""
+                    accuracy: Mapping[str, float] | None = None, presets: Mapping[str, str] | None = None,
+                    ticked: Sequence[str] | None = None, tooltips: Mapping[str, str] | None = None) -> None:
+        """Define the grid's rows and columns; rows show dev accuracy and preset.
+
+        A member or method shown before keeps its toggle; a new member is ticked when it is in
+        ``ticked`` (``None``: every member), and its box gets ``tooltips[member]``.
+        """
         accuracy = accuracy or {}
         presets = presets or {}
         self._rebuild(self.members_row, self.member_boxes, members,
-                      {m: f"{m} ({accuracy[m]:.0%})" if m in accuracy else m for m in members})
-        self._rebuild(self.method_row, self.method_boxes, methods, {m: m for m in methods})
+                      {m: f"{m} ({accuracy[m]:.0%})" if m in accuracy else m for m in members},
+                      set(members if ticked is None else ticked), tooltips or {})
+        self._rebuild(self.method_row, self.method_boxes, methods, {m: m for m in methods}, set(methods), {})
         self.table.setRowCount(len(members))
         self.table.setColumnCount(len(methods))
         self.table.setHorizontalHeaderLabels(list(methods))
@@ -91,6 +97,14 @@ class BreakdownGrid(QWidget):
                     item.setBackground(QBrush(QColor(*SPURIOUS_RGB, 40)))
                 self.table.setItem(r, c, item)
 
+    def tick_members(self, names: Sequence[str]) -> None:
+        """Tick exactly the members in ``names`` (e.g. those of a stored vote); one :attr:`togglesChanged`."""
+        for member, box in self.member_boxes.items():
+            box.blockSignals(True)
+            box.setChecked(member in names)
+            box.blockSignals(False)
+        self.togglesChanged.emit(*self.enabled())
+
     def enabled(self) -> tuple[list[str], list[str]]:
         """(members, methods) currently ticked."""
         return ([m for m, b in self.member_boxes.items() if b.isChecked()],
@@ -101,7 +115,7 @@ class BreakdownGrid(QWidget):
         return item.text() if item else ""
 
     def _rebuild(self, row: QHBoxLayout, boxes: dict[str, QCheckBox], names: Sequence[str],
-                 titles: Mapping[str, str]) -> None:
+                 titles: Mapping[str, str], ticked: set[str], tooltips: Mapping[str, str]) -> None:
         previous = {k: b.isChecked() for k, b in boxes.items()}
         for box in boxes.values():
             row.removeWidget(box)
@@ -110,7 +124,9 @@ class BreakdownGrid(QWidget):
         for name in names:
             box = QCheckBox(titles[name])
             box.setObjectName(f"toggle_{name}")
-            box.setChecked(previous.get(name, True))
+            box.setChecked(previous.get(name, name in ticked))
+            if name in tooltips:
+                box.setToolTip(tooltips[name])
             box.toggled.connect(lambda _=False: self.togglesChanged.emit(*self.enabled()))
             row.addWidget(box)
             boxes[name] = box

@@ -197,19 +197,32 @@ class ImportancePanel(QWidget):
             self.preset.setCurrentIndex(index)
 
     def show_members(self, members: Sequence[str], accuracy: Mapping[str, float],
-                     presets: Mapping[str, str] | None = None) -> None:
-        """The trained members of the shown dataset, their dev accuracy and the preset each was trained with."""
+                     presets: Mapping[str, str] | None = None, explainers: Sequence[str] | None = None) -> None:
+        """The trained members of the shown dataset, their dev accuracy and the preset each was trained with.
+
+        ``explainers``: the members ticked to explain at first (``None``: all); the others only judge.
+        """
         presets = presets or {}
+        explainers = list(members if explainers is None else explainers)
+        judges = [m for m in members if m not in explainers]
         if members:
             parts = []
             for m in members:
                 text = f"<b>{m}</b> {accuracy[m]:.1%}" if m in accuracy else f"<b>{m}</b>"
                 parts.append(f"{text} ({presets[m]})" if m in presets else text)
-            self.members_label.setText(f"Members (dev accuracy, preset): {', '.join(parts)}; "
-                                       f"τ = {(len(members) + 1) // 2} of {len(members)}")
+            text = f"Members (dev accuracy, preset): {', '.join(parts)}; "
+            if judges:
+                text += (f"explaining: {', '.join(explainers)} (τ = {len(explainers) // 2 + 1} of {len(explainers)}); "
+                         f"judging only: {', '.join(judges)} (tick it below to explain with it too)")
+            else:
+                text += f"τ = {len(members) // 2 + 1} of {len(members)}"
+            self.members_label.setText(text)
         else:
             self.members_label.setText("No trained members yet: press Train ensemble.")
-        self.grid.set_members(list(members), list(METHODS), accuracy, presets)
+        tips = {m: (f"{m} judges flips but does not explain by default: only its top layer (or head) was trained, and such "
+                    "members' words match the words human editors change far less often than fine-tuned members' "
+                    "(and cost the most to explain). Tick to include it in the vote.") for m in judges}
+        self.grid.set_members(list(members), list(METHODS), accuracy, presets, ticked=explainers, tooltips=tips)
 
     def show_example(self, fields: list, tops: Mapping[str, Mapping[str, Sequence[str]]],
                      principal: Sequence[str], spurious: Sequence[str], message: str = "") -> None:

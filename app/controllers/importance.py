@@ -66,10 +66,13 @@ class ImportanceController(PanelController):
         if dataset is None:
             self.panel.show_members([], {})
             return
+        from engine.attribution.explainers import default_explainers
+
         members = self.members()
         self.panel.show_members([m.name for m in members],
                                 {m.name: float(m.metrics.get("dev_accuracy", float("nan"))) for m in members},
-                                {m.name: m.training_summary for m in members})
+                                {m.name: m.training_summary for m in members},
+                                explainers=[m.name for m in default_explainers(members)])
         self.panel.show_summary([], [])
         self._show_latest_vote(dataset)
         self.refresh_example()
@@ -88,6 +91,8 @@ class ImportanceController(PanelController):
             self.panel.set_vote_settings(list(params.get("methods") or ["ig"]), int(vote.get("k", 5)),
                                          str(vote.get("combine", "majority")), "gender" in (params.get("wordlists") or ()),
                                          str(vote.get("rule", "majority")))
+            if params.get("models"):  # the members that explained it
+                self.panel.grid.tick_members(list(params["models"]))
             summary = vote_summary(project, self.vote_set_id)
             self.panel.show_summary(summary.principal, summary.spurious, self._max_z())
 
@@ -185,7 +190,7 @@ class ImportanceController(PanelController):
         _, methods = self.panel.grid.enabled()
         methods = [m for m in self.panel.methods() if not methods or m in methods]
         users = combine_wordlists(("gender",) if self.panel.gender.isChecked() else (), self.panel.user_word_list())
-        settings = self.panel.vote_settings(threshold=None if len(members) % 2 else (len(members) + 2) // 2)
+        settings = self.panel.vote_settings()
         explained = explain_example(project, example, members, methods, settings, user_words=users,
                                     method_settings=self.method_settings)
         fields = [(f.field if len(explained.fields) > 1 else "", f.text, f.spans, f.strength, f.user_spans)

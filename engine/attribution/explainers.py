@@ -1,4 +1,4 @@
-"""Which ensemble members explain by default, and the vote threshold for their number.
+"""Which ensemble members explain by default.
 
 Every member judges (its prediction counts in the ensemble's flip checks), but by default only
 the members whose training moved the whole network *explain*. A member of which only the top
@@ -12,7 +12,9 @@ its top layer 0.259 — below VADER's lexicon (0.343) — while the fine-tuned M
 member is also the costly one to explain (MPNet: 80-98 % of the explain time on a CPU).
 
 So :func:`default_explainers` keeps the fine-tuned members when at least two are trained, and
-every member otherwise (one explainer is no vote). The analyst can tick any member back on.
+every member otherwise (one explainer is no vote); the vote then needs both of two members (a
+strict majority, :meth:`~engine.attribution.vote.VoteSettings.tau`). The analyst can tick any
+member back on.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["default_explainers", "explains_by_default", "majority_threshold"]
+__all__ = ["default_explainers", "explains_by_default"]
 
 #: Training strategies whose members explain by default.
 EXPLAINING_STRATEGIES = frozenset({"fine-tune"})
@@ -44,11 +46,3 @@ def default_explainers(members: Sequence[Any]) -> list[Any]:
     chosen = [m for m in members if explains_by_default(m)]
     return chosen if len(chosen) >= 2 else list(members)
 
-
-def majority_threshold(n_members: int) -> int | None:
-    """The vote threshold for ``n_members``: ``None`` (the default (n+1)/2) when odd, a strict majority when even.
-
-    >>> majority_threshold(3), majority_threshold(2), majority_threshold(4)
-    (None, 2, 3)
-    """
-    return None if n_members % 2 else n_members // 2 + 1

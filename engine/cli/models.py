@@ -35,25 +35,30 @@ def _method_settings(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
 
 
 def _members(project, dataset, names: str | None) -> list[str]:
-    """Named members, or every member trained on this dataset version (or its parent)."""
+    """Named members, or the default explainers among the members trained on this dataset version (or its parent)."""
+    from engine.attribution.explainers import default_explainers
     from engine.models import list_models
 
     if names:
         return csv_list(names)
     ids = {dataset.id, dataset.parent_id}
-    found = [m.name for m in list_models(project) if m.dataset_id in ids and m.params.get("spec", {}).get("inputs", "auto") == "auto"]
+    found = [m for m in list_models(project) if m.dataset_id in ids and m.params.get("spec", {}).get("inputs", "auto") == "auto"]
     if not found:
         raise CliUsageError(f"No trained members for dataset {dataset.name!r}.",
                             f"Run: counterbias train {project.path} {dataset.name}")
-    return found
+    return [m.name for m in default_explainers(found)]
 
 
 #: Members, methods and their options, the explained class, and the examples (``attribute``, ``vote``).
 ATTRIBUTION = argparse.ArgumentParser(add_help=False, parents=[SELECTION])
-ATTRIBUTION.add_argument("--members", help="comma-separated member names (default: every member trained on the dataset)")
+ATTRIBUTION.add_argument("--members", help="comma-separated member names (default: the members trained on the dataset "
+                                             "whose whole network was trained; a member trained only on its top layer "
+                                             "judges but explains only when named)")
 ATTRIBUTION.add_argument("--methods", default="ig", help="comma-separated: ig, lime, shapley (default: ig)")
 ATTRIBUTION.add_argument("--budget", choices=("fast", "full"),
-                         help="full (default, CoBA sizes) or fast (samples sized to the words; IG from 16 nodes placed where the output changes, refined while incomplete)")
+                         help="fast (the default without a GPU: LIME and Shapley samples sized to the words; IG from 16 nodes placed "
+                              "where the output changes, refined only when grossly incomplete) or full (the default "
+                              "with a GPU: CoBA's sizes, IG 50 steps refined to 200)")
 ATTRIBUTION.add_argument("--ig-steps", type=int, help="Integrated Gradients first-pass steps (default 50 full, 16 fast)")
 ATTRIBUTION.add_argument("--lime-samples", type=int, help="LIME perturbation samples")
 ATTRIBUTION.add_argument("--shapley-samples", type=int, help="Shapley value sampling permutations")

@@ -92,3 +92,41 @@ def test_reopening_shows_the_stored_vote_with_its_settings(window, qtbot):
     window.importance.refresh_example()
     name = window.importance.members()[0].name
     assert panel.grid.cell_text(name, "lime") not in ("", "—")
+
+
+def test_a_top_layer_member_judges_but_does_not_explain_by_default(window, qtbot):
+    """Two fine-tuned members and one trained on its top layer: the vote is the two fine-tuned ones'."""
+    from engine.attribution.vote_store import vote_sets
+    from engine.models import EnsembleConfig, MemberSpec, train_ensemble, train_preset
+
+    project, dataset = window.session.project, window.current_dataset
+    tuned = train_preset("fast-cpu", epochs=1, max_length=48)
+    top = train_preset("top-cpu", epochs=1, max_length=48)
+    config = EnsembleConfig((MemberSpec("j:tiny-distilbert", "tiny-distilbert", {}, tuned),
+                             MemberSpec("j:tiny-albert", "tiny-albert", {}, tuned),
+                             MemberSpec("j:tiny-electra", "tiny-electra", {}, top)))
+    train_ensemble(project, dataset.id, config)
+    assert [m.strategy for m in window.importance.members()] == ["fine-tune", "fine-tune", "cached-top"]
+    window.session.refresh_datasets()
+    window.importance.dataset_changed(window.current_dataset)
+    panel = window.importance_panel
+    window.show_importance_tab()
+    label = panel.members_label.text()
+    assert "explaining: j:tiny-distilbert, j:tiny-albert (τ = 2 of 2)" in label and "judging only: j:tiny-electra" in label
+    boxes = panel.grid.member_boxes
+    assert [boxes[n].isChecked() for n in ("j:tiny-distilbert", "j:tiny-albert", "j:tiny-electra")] == [True, True, False]
+    assert "top layer" in boxes["j:tiny-electra"].toolTip()
+    window.examples.table.selectRow(0)
+    with qtbot.waitSignal(window.jobs.done, timeout=240_000):
+        window.importance.explain("selection")
+    stored = vote_sets(project, dataset.id)
+    assert stored[0]["params"]["models"] == ["j:tiny-distilbert", "j:tiny-albert"]
+    # the analyst ticks the third member back on: the next explanation uses all three
+    boxes["j:tiny-electra"].setChecked(True)
+    with qtbot.waitSignal(window.jobs.done, timeout=240_000):
+        window.importance.explain("selection")
+    assert vote_sets(project, dataset.id)[0]["params"]["models"] == [m.name for m in config.members]
+    # reopened, the ticks are those of the newest vote
+    boxes["j:tiny-electra"].setChecked(False)
+    window.importance.dataset_changed(window.current_dataset)
+    assert all(b.isChecked() for b in panel.grid.member_boxes.values())

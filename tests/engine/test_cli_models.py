@@ -89,3 +89,24 @@ def test_hypothesis_only_needs_pairs_and_vote_needs_members(tmp_path, capsys):
     assert "premise/hypothesis" in capsys.readouterr().err
     assert main(["-q", "vote", proj, "d"]) == EXIT_USER_ERROR
     assert "counterbias train" in capsys.readouterr().err
+
+
+def test_vote_explains_with_the_fully_trained_members_unless_named(tmp_path, capsys, shared_data):
+    """A member trained only on its top layer judges; ``vote`` without --members explains without it."""
+    from engine.attribution.vote_store import vote_sets
+    from engine.store import Project
+
+    proj = str(tmp_path / "p.cbproj")
+    main(["-q", "init", proj])
+    main(["-q", "import", proj, str(_nli_sample(shared_data, tmp_path, rows=60)), "--name", "nli"])
+    for backbone, preset in (("tiny-distilbert", "fast-cpu"), ("tiny-roberta", "fast-cpu"), ("tiny-electra", "top-cpu")):
+        assert main(["-q", "train", proj, "nli", "--backbones", backbone, "--preset", preset, "--epochs", "1",
+                     "--max-length", "48"]) == EXIT_OK
+    capsys.readouterr()
+    vote = ["-q", "vote", proj, "nli", "--limit", "4", "--ig-steps", "8"]
+    assert main(vote) == EXIT_OK
+    assert main([*vote, "--members", "nli:tiny-distilbert,nli:tiny-roberta,nli:tiny-electra"]) == EXIT_OK
+    with Project.open(proj) as project:
+        stored = [s["params"]["models"] for s in vote_sets(project)]
+    assert stored == [["nli:tiny-distilbert", "nli:tiny-roberta", "nli:tiny-electra"],  # newest first
+                      ["nli:tiny-distilbert", "nli:tiny-roberta"]]
