@@ -23,8 +23,9 @@ with ``max_steps`` steps (default 200; on a fine-tuned MPNet this brings most de
 0.8 under 0.05); the delta kept with each example is the final one, and jobs report the
 largest.
 
-Budgets: ``budget="full"`` is the above (50 evenly placed steps, one redo at ``max_steps``).
-``budget="fast"`` starts with 16 nodes placed where the output changes (``nodes="adaptive"``,
+Budgets (a budget nobody chose follows :func:`~engine.attribution.method.default_budget`: full with
+a GPU, fast without): ``budget="full"`` is the above (50 evenly placed steps, one redo at
+``max_steps``). ``budget="fast"`` starts with 16 nodes placed where the output changes (``nodes="adaptive"``,
 :mod:`engine.attribution.ig_path`: the path is probed at ``probes + 1`` points without
 gradients first) and refines only the examples whose |delta| still exceeds
 ``delta_tolerance`` (0.2 with this budget: grossly incomplete integrals), with 4x as many nodes and twice the probes each round (16 -> 64 ->

@@ -12,7 +12,7 @@ Captum explains one example per surrogate, so examples are processed one by one
 example's sampling is seeded from ``seed`` and its example id, so scores do not depend on
 which other examples were computed with it.
 
-``budget="fast"`` (the default) draws the same kind of samples in batched forward passes
+``budget="fast"`` (the default without a GPU, see :func:`~engine.attribution.method.default_budget`) draws the same kind of samples in batched forward passes
 (:func:`engine.attribution.perturb.fast_lime`, plus the unperturbed input) and sizes them to the
 example: ``samples_per_word`` per word, at least 64 and at most ``num_samples`` (200).
 ``budget="full"`` is captum's ``Lime`` with ``num_samples`` samples.

@@ -16,16 +16,27 @@ from typing import Any, ClassVar
 
 from engine.attribution.errors import MethodSettingsError
 
-__all__ = ["ALGORITHM_VERSION", "BUDGETS", "AttributionMethod", "MethodSettings", "settings_key"]
+__all__ = ["ALGORITHM_VERSION", "BUDGETS", "AttributionMethod", "MethodSettings", "default_budget", "settings_key"]
 
 #: Bumped when a change to the shared code (alignment, baseline) changes stored scores.
 ALGORITHM_VERSION = 1
 
-#: Compute budgets: ``"full"`` (the default: the fixed sizes of CoBA's set-up) and ``"fast"``
-#: (sample sizes follow the number of words, IG refined only until completeness holds; about 4x
-#: cheaper on CPU, but its principal words agree with the full vote on only ~0.7 of words in a
-#: small run, so it is an option until benchmarks/explain_cost.py shows it agrees).
+#: Compute budgets: ``"full"`` (the fixed sizes of CoBA's set-up) and ``"fast"`` (LIME and Shapley
+#: samples sized to the number of words, IG with 16 nodes placed where the output changes). A
+#: settings object left to itself is ``"full"`` (its cache key is the one stored before budgets
+#: existed); settings resolved by method name without a budget get :func:`default_budget`.
 BUDGETS = ("fast", "full")
+
+
+def default_budget(*, import_torch: bool = True) -> str:
+    """The budget of an explanation whose budget nobody chose: ``"fast"`` on a CPU, ``"full"`` with a GPU.
+
+    On a CPU the full budget is what makes explaining slow (``benchmarks/explain_cost.py``); on a
+    GPU it costs little. ``import_torch``: see :func:`engine.models.device.has_gpu`.
+    """
+    from engine.models.device import has_gpu
+
+    return "full" if has_gpu(import_torch=import_torch) else "fast"
 
 
 @dataclasses.dataclass(frozen=True)

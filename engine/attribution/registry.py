@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from engine.attribution.errors import MethodSettingsError, UnknownMethodError
-from engine.attribution.method import AttributionMethod, MethodSettings
+from engine.attribution.method import AttributionMethod, MethodSettings, default_budget
 from engine.registry import Registry
 
 __all__ = ["METHODS", "available_methods", "get_method", "register_method", "resolve_settings"]
@@ -71,6 +71,9 @@ def available_methods() -> dict[str, str]:
 def resolve_settings(method: str, settings: MethodSettings | Mapping[str, Any] | None = None) -> MethodSettings:
     """Settings object for ``method`` from an instance, a dict of options, or ``None`` (defaults).
 
+    A dict without ``"budget"``, or ``None``, gets :func:`~engine.attribution.method.default_budget`
+    (``"fast"`` on a CPU, ``"full"`` with a GPU); an instance is taken as it is.
+
     Raises
     ------
     UnknownMethodError
@@ -80,7 +83,7 @@ def resolve_settings(method: str, settings: MethodSettings | Mapping[str, Any] |
     """
     cls = METHODS.get(method).Settings
     if settings is None:
-        return cls()
+        settings = {}
     if isinstance(settings, cls):
         return settings
     if isinstance(settings, MethodSettings):
@@ -89,7 +92,9 @@ def resolve_settings(method: str, settings: MethodSettings | Mapping[str, Any] |
     unknown = set(settings) - known
     if unknown:
         raise MethodSettingsError(f"Unknown {method} options: {sorted(unknown)}.", f"Use only: {sorted(known)}.")
+    options = dict(settings)
+    options.setdefault("budget", default_budget())
     try:
-        return cls(**dict(settings))
+        return cls(**options)
     except TypeError as exc:
         raise MethodSettingsError(f"Invalid {method} settings: {exc}.", "Check the option values.") from exc

@@ -12,7 +12,7 @@ from ``seed`` and the batch's first example id.
 coalitions and a weighted least-squares surrogate; cheaper for long texts, noisier for short
 ones.
 
-``budget="fast"`` (the default) uses batched antithetic permutation sampling instead
+``budget="fast"`` (the default without a GPU, see :func:`~engine.attribution.method.default_budget`) uses batched antithetic permutation sampling instead
 (:func:`engine.attribution.perturb.fast_shapley`), seeded per example, with the number of
 permutations sized to the example's words: about ``rows`` model evaluations, even, at least 2
 and at most ``num_samples`` (10). ``budget="full"`` is the captum estimator above.

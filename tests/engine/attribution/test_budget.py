@@ -1,5 +1,5 @@
 """Attribution budgets: the fast budget keeps IG complete, sizes samples to the words and batches
-without changing the scores; the full budget (default) keeps the old cache keys."""
+without changing the scores; the full budget keeps the old cache keys; a budget nobody chose follows the device."""
 
 from __future__ import annotations
 
@@ -118,3 +118,18 @@ def test_fast_shapley_is_efficient(l3) -> None:
         gap = (f(batch.input_ids, *batch.forward_args()) - f(batch.baseline_ids, *batch.forward_args())).numpy()
     for r in out:
         assert np.isclose(r.fields[0].scores.sum(), gap[r.example_id, r.target_index], atol=1e-5)
+
+
+def test_a_budget_nobody_chose_follows_the_device(monkeypatch) -> None:
+    import engine.models.device as device
+    from engine.attribution import resolve_settings
+    from engine.attribution.method import default_budget
+
+    monkeypatch.setattr(device, "has_gpu", lambda **_: False)
+    assert default_budget() == "fast"
+    assert resolve_settings("ig").budget == "fast" and resolve_settings("ig").resolved().nodes == "adaptive"
+    assert resolve_settings("lime", {"num_samples": 50}).budget == "fast"
+    assert resolve_settings("shapley", {"budget": "full"}).budget == "full"  # chosen: kept
+    assert resolve_settings("ig", IGSettings()).budget == "full"  # an object is taken as it is
+    monkeypatch.setattr(device, "has_gpu", lambda **_: True)
+    assert default_budget() == "full" and resolve_settings("ig", {"n_steps": 20}).budget == "full"
