@@ -60,11 +60,13 @@ def _revisions() -> dict[str, dict[str, str]]:
 def generate(args: argparse.Namespace) -> tuple[Path, Path]:
     """Step 1; returns the CSVs of generated candidates and of the same originals' human revisions."""
     from engine.attribution import VoteSettings, find_principal_words
+    from engine.attribution.explainers import default_explainers
     from engine.counterbias import GenerateSettings, candidate_rows, generate_counterbias
     from engine.io import ImportOptions, import_file
     from engine.llm.config import LLMConfig
     from engine.models import MemberSpec, train_ensemble, train_preset
     from engine.models.config import EnsembleConfig
+    from engine.models.store import get_model
     from engine.store import ExampleQuery, Project
 
     path: Path = args.gen_project
@@ -100,8 +102,9 @@ def generate(args: argparse.Namespace) -> tuple[Path, Path]:
         config = LLMConfig(backend="local", model=args.model, concurrency=1,
                            params={"temperature": 0.0, "seed": 0}, options={"n_threads": args.threads} if args.threads else {})
         settings = GenerateSettings()
-        # an even ensemble (two members) needs a strict majority
-        vote_settings = VoteSettings(threshold=None if len(members) % 2 else len(members) // 2 + 1)
+        vote_settings = VoteSettings()
+        # the app's explainers: a member trained only on its top layer judges but does not explain
+        explainers = [m.name for m in default_explainers([get_model(project, n) for n in members])]
         deadline = time.monotonic() + 60 * args.minutes if args.minutes else None
         for start in range(0, len(ids), args.chunk):
             if deadline is not None and time.monotonic() > deadline:
@@ -114,7 +117,7 @@ def generate(args: argparse.Namespace) -> tuple[Path, Path]:
             if not todo:
                 continue
             t0 = time.perf_counter()
-            vote = find_principal_words(project, dataset.id, members, vote=vote_settings, wordlists=("gender",),
+            vote = find_principal_words(project, dataset.id, explainers, vote=vote_settings, wordlists=("gender",),
                                         example_ids=todo)
             result = generate_counterbias(project, dataset.id, todo, config, vote_set_id=vote.vote_set_id,
                                           settings=settings)

@@ -246,6 +246,7 @@ def main() -> int:
     args = parser.parse_args()
 
     from engine.attribution import VoteSettings, find_principal_words
+    from engine.attribution.explainers import default_explainers
     from engine.counterbias import GenerateSettings, candidate_rows, generate_counterbias
     from engine.counterbias.manipulate import matched_words
     from engine.counterbias.verify import released_words
@@ -253,6 +254,7 @@ def main() -> int:
     from engine.llm.config import LLMConfig
     from engine.models import MemberSpec, train_ensemble, train_preset
     from engine.models.config import DEFAULT_MEMBERS, EnsembleConfig
+    from engine.models.store import get_model
     from engine.paths import user_data_dir
     from engine.store import ExampleQuery, Project
     from engine.text.ratings import against, find_ratings
@@ -305,17 +307,18 @@ def main() -> int:
           f"{sum(len(words(originals[i]['text'])) for i in ids) / len(ids):.0f} words on average", file=sys.stderr)
 
     # ---------------------------------------------------------------- vote and generation (engine defaults)
-    threshold = None if len(members) % 2 else len(members) // 2 + 1
+    # the app's explainers: a member trained only on its top layer judges but does not explain
+    explainers = [m.name for m in default_explainers([get_model(project, n) for n in members])]
     t0 = time.perf_counter()
     settings = {"ig": {"n_steps": args.ig_steps} if args.ig_steps else {},
                 "lime": {"num_samples": args.samples} if args.samples else {},
                 "shapley": {"estimator": "kernel", **({"num_samples": args.samples} if args.samples else {})}
                 if args.samples else {}}
     methods = {m: settings.get(m) or None for m in args.methods.split(",")}
-    vote_settings = VoteSettings(threshold=threshold, **({"rule": args.rule} if args.rule else {}))
-    vote = find_principal_words(project, dataset.id, members, methods=methods, vote=vote_settings,
+    vote_settings = VoteSettings(**({"rule": args.rule} if args.rule else {}))
+    vote = find_principal_words(project, dataset.id, explainers, methods=methods, vote=vote_settings,
                                 wordlists=("gender",), example_ids=ids)
-    print(f"vote rule {vote_settings.rule}, methods {methods}", file=sys.stderr)
+    print(f"vote rule {vote_settings.rule}, methods {methods}, explained by {', '.join(explainers)}", file=sys.stderr)
     t_vote = time.perf_counter() - t0
     config = LLMConfig(backend="local", model=args.model, concurrency=1,
                        params={"temperature": 0.0, "seed": 0}, options={"n_threads": args.threads} if args.threads else {})

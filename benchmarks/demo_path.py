@@ -3,8 +3,9 @@
 
 What a new user does on the bundled demo (``resources/demo``, CAD sentiment, 3,414 train +
 490 dev rows): open the demo project -> train the ensemble -> explain one row (the Word
-importance panel's default methods — IG — for every member, through the engine's attribution
-API; ``--methods ig,lime,shapley`` for all three) -> vote / highlights -> z-statistics. Each preset runs in its own fresh project (its features cache included), with
+importance panel's default methods — IG — and default budget, for its default explainers
+(:mod:`engine.attribution.explainers`: a member trained only on its top layer judges but does
+not explain), through the engine's attribution API; ``--methods ig,lime,shapley`` for all three) -> vote / highlights -> z-statistics. Each preset runs in its own fresh project (its features cache included), with
 2 torch threads, and prints seconds per stage and each member's dev accuracy.
 
 Goal (issue 11): a CPU preset's path takes <= 10 min in total, and its best member's dev
@@ -43,6 +44,7 @@ def run_preset(preset: str, members: list[str], rows: int | None, workdir: Path,
     """Run the demo path with one preset; return stage seconds and member accuracies."""
     from engine.attribution import attribute_ensemble
     from engine.attribution.explain import explain_example
+    from engine.attribution.explainers import default_explainers
     from engine.demo import DEMO_DATASET, ensure_demo_project
     from engine.models import default_ensemble, list_models, train_ensemble
     from engine.models.loading import clear_cache
@@ -69,12 +71,13 @@ def run_preset(preset: str, members: list[str], rows: int | None, workdir: Path,
         names = result.names
         row = next(r for r in project.iter_examples(dataset.id) if (r["split"] or "") == "dev")
 
+        # the app's explain step: its default explainers (a top-layer member only judges) and default budget
+        infos = default_explainers([m for m in list_models(project) if m.name in names])
         t = time.perf_counter()
-        attribute_ensemble(project, names, dataset.id, methods=methods, example_ids=[int(row["id"])])
+        attribute_ensemble(project, [m.name for m in infos], dataset.id, methods=methods, example_ids=[int(row["id"])])
         stages["explain 1 row"] = time.perf_counter() - t
 
         t = time.perf_counter()
-        infos = [m for m in list_models(project) if m.name in names]
         explained = explain_example(project, row, infos, methods)
         stages["vote/highlights"] = time.perf_counter() - t
 

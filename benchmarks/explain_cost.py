@@ -10,12 +10,12 @@ Shapley) twice in ONE run:
   when |delta| > 0.2; LIME and Shapley samples sized to the number of words; batched forward
   passes in inference mode.
 
-It prints seconds per review for each member x method, the largest |IG delta| of each, and then
-per configuration (budget x which members explain: every member, or the default explainers of
+It prints seconds per review for each member x method, the largest |IG delta| of each, and then,
+for the Word importance panel's default methods (IG) and for every method run, per configuration (budget x which members explain: every member, or the default explainers of
 :mod:`engine.attribution.explainers`) the seconds per review, the speed-up over the old default
 (full budget, every member) and how well its vote (the app's: default
 :class:`~engine.attribution.vote.VoteSettings` with the dataset's word prior and member weights,
-a strict majority for an even number of members) matches that old vote on principal words:
+a strict majority of the members) matches that old vote on principal words:
 **recall** = mean over reviews of ``|ours ∩ full| / |full|`` (reviews whose full vote has no
 principal word are skipped) and **Jaccard** = mean ``|ours ∩ full| / |ours ∪ full|`` (two empty
 sets count as 1).
@@ -127,9 +127,9 @@ def main() -> None:
     import numpy as np
     import torch
 
-    from engine.attribution.explainers import default_explainers, majority_threshold
+    from engine.attribution.explainers import default_explainers
     from engine.attribution.vote import VoteSettings, vote_example
-    from engine.attribution.vote_store import vote_context
+    from engine.attribution.vote_store import DEFAULT_METHODS, vote_context
     from engine.models.loading import load_member
     from engine.models.store import get_model
 
@@ -204,33 +204,41 @@ def main() -> None:
     by_name = {i.name: i for i in infos}
     contexts: dict[tuple[str, ...], tuple] = {}
 
-    def principal(ex, budget: str, names: list[str]) -> set[str]:
-        # the app's vote (default rule, its word prior and member weights) over these members
+    def principal(ex, budget: str, names: list[str], used: tuple[str, ...]) -> set[str]:
+        # the app's vote (default rule, its word prior and member weights) over these members and methods
         if tuple(names) not in contexts:
-            settings = VoteSettings(threshold=majority_threshold(len(names)))
+            settings = VoteSettings()
             contexts[tuple(names)] = settings, vote_context(project, [by_name[m] for m in names], settings,
                                                             dataset_id=dataset.id)
         settings, context = contexts[tuple(names)]
-        return set(vote_example(words.get(ex.id, []), {m: scores[budget][ex.id][m] for m in names}, settings,
-                                context=context).principal)
+        chosen = {m: {meth: scores[budget][ex.id][m][meth] for meth in used} for m in names}
+        return set(vote_example(words.get(ex.id, []), chosen, settings, context=context).principal)
 
-    reference = {ex.id: principal(ex, "full", everyone) for ex in examples}
     print(f"\nDefault explainers (engine.attribution.explainers): {', '.join(explainers)}"
           f"{'' if explainers != everyone else ' (every member)'}")
     print(f"Principal words against the full vote of every member ({VoteSettings().rule} vote, K={VoteSettings().k}): "
           f"recall = |ours ∩ full| / |full| over reviews with principal words; Jaccard (two empty sets = 1)")
-    print(f"{'configuration':<48}{'s/review':>9}{'speed-up':>10}{'recall':>8}{'Jaccard':>9}{'same set':>10}")
-    for title, budget, names in configs:
-        sec = sum(seconds[budget][(n, m)] for n in names for m in methods)
-        recall, jaccard, same = [], [], 0
-        for ex in examples:
-            ref, ours = reference[ex.id], principal(ex, budget, names)
-            same += ref == ours
-            if ref:
-                recall.append(len(ref & ours) / len(ref))
-            jaccard.append(len(ref & ours) / len(ref | ours) if ref | ours else 1.0)
-        print(f"{title:<48}{sec / n:9.2f}{total_full / sec:9.1f}x{np.mean(recall):8.3f}{np.mean(jaccard):9.3f}"
-              f"{same:>6}/{n}")
+    # the Word importance panel's default methods (IG), then every method run
+    method_sets = list(dict.fromkeys([tuple(m for m in methods if m in DEFAULT_METHODS) or tuple(methods),
+                                      tuple(methods)]))
+    for used in method_sets:
+        before = sum(seconds["full"][(m, meth)] for m in everyone for meth in used)
+        reference = {ex.id: principal(ex, "full", everyone, used) for ex in examples}
+        default = " (the panel's default methods)" if set(used) == set(DEFAULT_METHODS) else ""
+        print(f"\nMethods {'+'.join(used)}{default}\n"
+              f"{'configuration':<48}{'s/review':>9}{'speed-up':>10}{'recall':>8}{'Jaccard':>9}{'same set':>10}")
+        for title, budget, names in configs:
+            sec = sum(seconds[budget][(m, meth)] for m in names for meth in used)
+            recall, jaccard, same = [], [], 0
+            for ex in examples:
+                ref, ours = reference[ex.id], principal(ex, budget, names, used)
+                same += ref == ours
+                if ref:
+                    recall.append(len(ref & ours) / len(ref))
+                jaccard.append(len(ref & ours) / len(ref | ours) if ref | ours else 1.0)
+            print(f"{title:<48}{sec / n:9.2f}{before / sec:9.1f}x{np.mean(recall):8.3f}{np.mean(jaccard):9.3f}"
+                  f"{same:>6}/{n}")
+
 
 if __name__ == "__main__":
     main()
