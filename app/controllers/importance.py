@@ -154,8 +154,7 @@ class ImportanceController(PanelController):
                 self.status("Select rows in the Examples tab first.")
                 return None
         settings = self.panel.vote_settings()
-        # a method of the shown vote keeps its settings (its cached scores are reused)
-        methods = {m: self.method_settings.get(m) for m in self.panel.methods()}
+        methods = self._method_settings(self.panel.methods())
         self.panel.set_busy(True)
         job = self.jobs.start(
             find_principal_words, self.session.project, dataset.id, [m.name for m in members],
@@ -167,7 +166,7 @@ class ImportanceController(PanelController):
         def done(run: Any) -> None:
             self.panel.set_busy(False)
             self.vote_set_id = run.vote_set_id
-            self.method_settings = {m: self.method_settings.get(m) for m in methods}
+            self.method_settings = dict(methods)
             self.panel.show_summary(run.summary.principal, run.summary.spurious, self._max_z())
             self.refresh_example()
 
@@ -175,6 +174,14 @@ class ImportanceController(PanelController):
         job.on_failed(lambda exc, tb: self.panel.set_busy(False))
         job.on_cancelled(lambda: self.panel.set_busy(False))
         return job
+
+    def _method_settings(self, methods: list[str]) -> dict[str, Any]:
+        """Settings per method: the shown vote's (its cached scores are reused), else the device's default budget —
+        decided here without importing torch on the GUI thread, and passed to the job, so both read the same keys."""
+        from engine.attribution.method import default_budget
+
+        budget = default_budget(import_torch=False)
+        return {m: self.method_settings.get(m) or {"budget": budget} for m in methods}
 
     def refresh_example(self) -> None:
         """Re-vote the shown example from stored attributions with the current toggles."""
@@ -192,7 +199,7 @@ class ImportanceController(PanelController):
         users = combine_wordlists(("gender",) if self.panel.gender.isChecked() else (), self.panel.user_word_list())
         settings = self.panel.vote_settings()
         explained = explain_example(project, example, members, methods, settings, user_words=users,
-                                    method_settings=self.method_settings)
+                                    method_settings=self._method_settings(methods))
         fields = [(f.field if len(explained.fields) > 1 else "", f.text, f.spans, f.strength, f.user_spans)
                   for f in explained.fields]
         principal = [w for f in explained.fields for w in f.vote.principal]

@@ -93,7 +93,8 @@ def resolve_settings(method: str, settings: MethodSettings | Mapping[str, Any] |
     if unknown:
         raise MethodSettingsError(f"Unknown {method} options: {sorted(unknown)}.", f"Use only: {sorted(known)}.")
     options = dict(settings)
-    options.setdefault("budget", default_budget())
+    if "budget" not in options:
+        options["budget"] = default_budget()
     try:
         return cls(**options)
     except TypeError as exc:

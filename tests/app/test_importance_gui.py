@@ -94,8 +94,9 @@ def test_reopening_shows_the_stored_vote_with_its_settings(window, qtbot):
     assert panel.grid.cell_text(name, "lime") not in ("", "—")
 
 
-def test_a_top_layer_member_judges_but_does_not_explain_by_default(window, qtbot):
+def test_a_top_layer_member_judges_but_does_not_explain_by_default(window, qtbot, monkeypatch):
     """Two fine-tuned members and one trained on its top layer: the vote is the two fine-tuned ones'."""
+    import engine.models.device as device
     from engine.attribution.vote_store import vote_sets
     from engine.models import EnsembleConfig, MemberSpec, train_ensemble, train_preset
 
@@ -108,6 +109,9 @@ def test_a_top_layer_member_judges_but_does_not_explain_by_default(window, qtbot
     train_ensemble(project, dataset.id, config)
     assert [m.strategy for m in window.importance.members()] == ["fine-tune", "fine-tune", "cached-top"]
     window.session.refresh_datasets()
+    asked = []  # the GUI thread decides the budget without importing torch (a cheap guess), the job follows it
+    real = device.has_gpu
+    monkeypatch.setattr(device, "has_gpu", lambda *, import_torch=True: asked.append(import_torch) or real(import_torch=False))
     window.importance.dataset_changed(window.current_dataset)
     panel = window.importance_panel
     window.show_importance_tab()
@@ -121,6 +125,9 @@ def test_a_top_layer_member_judges_but_does_not_explain_by_default(window, qtbot
         window.importance.explain("selection")
     stored = vote_sets(project, dataset.id)
     assert stored[0]["params"]["models"] == ["j:tiny-distilbert", "j:tiny-albert"]
+    expected = "full" if real(import_torch=False) else "fast"  # fast on a machine without a GPU
+    assert asked and not any(asked) and stored[0]["params"]["methods"]["ig"]["budget"] == expected
+    assert "principal:" in panel.status.text()  # the shown row reads the scores the job stored
     # the analyst ticks the third member back on: the next explanation uses all three
     boxes["j:tiny-electra"].setChecked(True)
     with qtbot.waitSignal(window.jobs.done, timeout=240_000):
