@@ -119,6 +119,7 @@ class BreakdownGrid(QWidget):
         previous = {k: b.isChecked() for k, b in boxes.items()}
         for box in boxes.values():
             row.removeWidget(box)
+            box.hide()  # until the deferred delete runs, it would still be drawn at the grid's corner
             box.deleteLater()
         boxes.clear()
         for name in names:
