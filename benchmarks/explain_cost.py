@@ -11,8 +11,10 @@ Shapley) twice in ONE run:
   passes in inference mode.
 
 It prints seconds per review for each member x method, the largest |IG delta| of each, and then,
-for the Word importance panel's default methods (IG) and for every method run, per configuration (budget x which members explain: every member, or the default explainers of
-:mod:`engine.attribution.explainers`) the seconds per review, the speed-up over the old default
+for the Word importance panel's default methods (IG) and for every method run, per configuration
+(budget x which members explain: every member, or the default explainers of
+:mod:`engine.attribution.explainers`; ``--noise-floor`` adds the full budget run again with another
+seed for LIME and Shapley, how far two runs of the old default agree) the seconds per review, the speed-up over the old default
 (full budget, every member) and how well its vote (the app's: default
 :class:`~engine.attribution.vote.VoteSettings` with the dataset's word prior and member weights,
 a strict majority of the members) matches that old vote on principal words:
@@ -21,14 +23,16 @@ principal word are skipped) and **Jaccard** = mean ``|ours ∩ full| / |ours ∪
 sets count as 1).
 
 Members come from ``--project`` (an existing ``.cbproj`` with a CAD dataset and trained
-members, named with ``--members``), or are trained here on the CAD train split with the
-``fast-cpu`` preset (``--max-train-rows``, ``--epochs`` and ``--max-length`` make that cheaper;
+members, named with ``--members``), or are trained here on the CAD train split with
+``--preset`` (default ``sample-cpu``, the app's default without a GPU; ``--max-train-rows``, ``--epochs`` and ``--max-length`` make that cheaper;
 the project is kept in ``--workdir`` and reused by later runs with the same options).
 
 Usage::
 
     python benchmarks/explain_cost.py                      # the full benchmark (slow on a CPU)
     python benchmarks/explain_cost.py --reviews 5 --members minilm-l3,minilm-l6 --max-train-rows 300 --epochs 1
+    python benchmarks/explain_cost.py --project cad.cbproj --dataset cad-train --reviews 30 --methods ig \
+        --members bench-minilm-l6,bench-minilm-l3,bench-mpnet-base      # stop 40's run
 """
 
 from __future__ import annotations
@@ -55,7 +59,7 @@ def build_project(workdir: Path, backbones: list[str], args: argparse.Namespace)
 
     workdir.mkdir(parents=True, exist_ok=True)
     lr = f"-lr{args.learning_rate:g}" if args.learning_rate else ""
-    path = workdir / f"cad-rows{args.max_train_rows or 'all'}-ep{args.epochs}-len{args.max_length}{lr}.cbproj"
+    path = workdir / f"cad-{args.preset}-rows{args.max_train_rows or 'all'}-ep{args.epochs}-len{args.max_length}{lr}.cbproj"
     project = Project.open(path) if path.exists() else Project.create(path)
     datasets = project.datasets() if hasattr(project, "datasets") else []
     dataset = next((d for d in datasets if d.name == "cad"), None)
@@ -69,7 +73,7 @@ def build_project(workdir: Path, backbones: list[str], args: argparse.Namespace)
     if args.learning_rate:
         overrides["learning_rate"] = args.learning_rate
     for backbone in backbones:
-        spec = MemberSpec(backbone, backbone, {}, train_preset("fast-cpu", **overrides))
+        spec = MemberSpec(backbone, backbone, {}, train_preset(args.preset, backbone, **overrides))
         t0 = time.perf_counter()
         result = train_member(project, dataset.id, spec)
         print(f"member {backbone}: dev accuracy {result.dev_accuracy:.3f}"
@@ -115,9 +119,11 @@ def main() -> None:
     parser.add_argument("--dataset", default="cad", help="dataset name inside --project")
     parser.add_argument("--workdir", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "explain_cost")
     parser.add_argument("--max-train-rows", type=int, help="train members on at most this many CAD train rows")
-    parser.add_argument("--epochs", type=int, default=2, help="training epochs (fast-cpu: 2)")
-    parser.add_argument("--max-length", type=int, default=128, help="member max length (fast-cpu: 128)")
-    parser.add_argument("--learning-rate", type=float, help="training learning rate (fast-cpu: 1e-4)")
+    parser.add_argument("--preset", default="sample-cpu", help="training preset of members trained here (default "
+                        "sample-cpu: MiniLMs fine-tuned on 800 rows, MPNet's top layer on 3,000)")
+    parser.add_argument("--epochs", type=int, default=2, help="training epochs (the CPU presets: 2)")
+    parser.add_argument("--max-length", type=int, default=128, help="member max length (the CPU presets: 128)")
+    parser.add_argument("--learning-rate", type=float, help="training learning rate (default: the preset's)")
     parser.add_argument("--threads", type=int, help="torch threads (default: torch's choice)")
     parser.add_argument("--noise-floor", action="store_true",
                         help="also run the full budget's LIME and Shapley with another seed: how far two runs of the "

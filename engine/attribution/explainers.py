@@ -45,4 +45,3 @@ def default_explainers(members: Sequence[Any]) -> list[Any]:
     """
     chosen = [m for m in members if explains_by_default(m)]
     return chosen if len(chosen) >= 2 else list(members)
-
