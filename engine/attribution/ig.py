@@ -25,11 +25,11 @@ largest.
 
 Budgets (a budget nobody chose follows :func:`~engine.attribution.method.default_budget`: full with
 a GPU, fast without): ``budget="full"`` is the above (50 evenly placed steps, one redo at
-``max_steps``). ``budget="fast"`` starts with 16 nodes placed where the output changes (``nodes="adaptive"``,
-:mod:`engine.attribution.ig_path`: the path is probed at ``probes + 1`` points without
-gradients first) and refines only the examples whose |delta| still exceeds
-``delta_tolerance`` (0.2 with this budget: grossly incomplete integrals), with 4x as many nodes and twice the probes each round (16 -> 64 ->
-``max_steps``). Measured on the sample-cpu MPNet member (10 CAD dev reviews, 2 threads): 16
+``max_steps``). ``budget="fast"`` starts with 16 nodes placed where the output changes
+(``nodes="adaptive"``, :mod:`engine.attribution.ig_path`: the path is probed at ``probes + 1``
+points without gradients first) and refines only the examples whose |delta| still exceeds
+``delta_tolerance`` (0.2 with this budget: grossly incomplete integrals), with 4x as many nodes
+and twice the probes each round (16 -> 64 -> ``max_steps``). Measured on the sample-cpu MPNet member (10 CAD dev reviews, 2 threads): 16
 adaptive nodes give the same top-5 words as 200 adaptive nodes for 0.90 of them at 6.9 s a
 review, 16 evenly placed nodes for 0.52 at 5.5 s; the refined uniform answer (about 200 steps,
 69 s a review) agrees with the 200 adaptive nodes on all of them.
