@@ -22,10 +22,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["default_explainers", "explains_by_default"]
+from engine.models.config import EXPLAINING_STRATEGIES
 
-#: Training strategies whose members explain by default.
-EXPLAINING_STRATEGIES = frozenset({"fine-tune"})
+__all__ = ["EXPLAINING_STRATEGIES", "default_explainers", "explains_by_default"]
 
 
 def explains_by_default(member: Any) -> bool:

@@ -46,6 +46,10 @@ RUNTIME_FIELDS = frozenset({"device", "mixed_precision"})
 #: (:mod:`engine.models.top`).
 STRATEGIES = ("fine-tune", "cached-head", "cached-top")
 
+#: Strategies whose members explain by default (:mod:`engine.attribution.explainers`): the whole
+#: network was trained. :func:`engine.models.train.train_ensemble` trains these members first.
+EXPLAINING_STRATEGIES = frozenset({"fine-tune"})
+
 #: Fields added after version 1: left out of the config hash while they hold their default, so
 #: the members trained before they existed keep their identity.
 _LATER_FIELDS = {"strategy": "fine-tune", "tune_layers": 1}

@@ -146,6 +146,27 @@ def test_train_ensemble_records_a_run(cad_project) -> None:
     assert all(m.skipped for m in again.members)
 
 
+def test_members_that_explain_are_trained_first_and_reported_in_config_order(cad_project) -> None:
+    """A member trained on its head only judges but does not explain: it is trained last, so the
+    explainers are stored (and can explain rows) while it trains."""
+    dataset = cad_project.datasets()[0]
+    judge = tiny_spec("electra", "judge", strategy="cached-head")
+    config = EnsembleConfig((judge, tiny_spec("distilbert"), tiny_spec("albert")))
+    stored_when: dict[str, list[str]] = {}
+
+    def progress(fraction: float, message: str = "") -> None:
+        for name in ("judge", "tiny-distilbert", "tiny-albert"):
+            if name in message:
+                stored_when.setdefault(name, sorted(m.name for m in list_models(cad_project)))
+
+    result = train_ensemble(cad_project, dataset.id, config, progress=progress)
+    assert result.names == ["judge", "tiny-distilbert", "tiny-albert"]
+    assert stored_when["tiny-distilbert"] == []
+    assert stored_when["judge"] == ["tiny-albert", "tiny-distilbert"]  # both explainers stored before it started
+    ids = {m.name: m.id for m in list_models(cad_project)}
+    assert ids["tiny-distilbert"] < ids["tiny-albert"] < ids["judge"]
+
+
 def test_single_label_training_data_is_refused(project, tmp_path) -> None:
     from engine.io.importer import import_file
 
