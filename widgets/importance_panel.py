@@ -67,6 +67,7 @@ class ImportancePanel(QWidget):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        self._training = self._explaining = False
         self.backbones = QLineEdit(DEFAULT_BACKBONES)
         self.backbones.setToolTip("Registered backbones (odd count) or local-dir:/path/to/hf-model")
         self.preset = QComboBox()
@@ -186,8 +187,24 @@ class ImportancePanel(QWidget):
         return [w.strip().lower() for w in self.user_words.text().split(",") if w.strip()]
 
     def set_busy(self, busy: bool) -> None:
-        for button in (self.train_button, self.explain_selection, self.explain_dataset):
-            button.setEnabled(not busy)
+        """Training and explaining both running (``True``) or both ended."""
+        self.set_training(busy)
+        self.set_explaining(busy)
+
+    def set_training(self, busy: bool) -> None:
+        """While members train, rows can still be explained by the members already stored."""
+        self._training = busy
+        self._enable_actions()
+
+    def set_explaining(self, busy: bool) -> None:
+        """While rows are explained, neither explaining again nor (re)training members is offered."""
+        self._explaining = busy
+        self._enable_actions()
+
+    def _enable_actions(self) -> None:
+        self.train_button.setEnabled(not (self._training or self._explaining))
+        for button in (self.explain_selection, self.explain_dataset):
+            button.setEnabled(not self._explaining)
 
     # ------------------------------------------------------------------ showing
     def set_default_preset(self, name: str) -> None:

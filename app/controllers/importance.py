@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from app.controllers.base import PanelController
@@ -30,6 +31,12 @@ class ImportanceController(PanelController):
         self.vote_set_id: int | None = None
         #: Method -> settings of the shown vote (its cached scores are read and reused).
         self.method_settings: dict[str, Any] = {}
+        #: The running training job, and the names of the members shown while it runs.
+        self._train_job: Job | None = None
+        self._train_job_names: list[str] = []
+        self._shown_members: set[str] = set()
+        self._checked_at = 0.0
+        jobs.progressed.connect(self._training_progressed)
         panel.trainRequested.connect(self.train)
         panel.explainRequested.connect(self.explain)
         panel.voteSettingsChanged.connect(self.refresh_example)
@@ -64,18 +71,42 @@ class ImportanceController(PanelController):
         self.vote_set_id = None
         self.method_settings = {}
         if dataset is None:
+            self._shown_members = set()
             self.panel.show_members([], {})
             return
-        from engine.attribution.explainers import default_explainers
-
-        members = self.members()
-        self.panel.show_members([m.name for m in members],
-                                {m.name: float(m.metrics.get("dev_accuracy", float("nan"))) for m in members},
-                                {m.name: m.training_summary for m in members},
-                                explainers=[m.name for m in default_explainers(members)])
+        self._show_members()
         self.panel.show_summary([], [])
         self._show_latest_vote(dataset)
         self.refresh_example()
+
+    def _show_members(self) -> list:
+        """Show the stored members, the default explainers ticked; returns those explainers."""
+        from engine.attribution.explainers import default_explainers
+
+        members = self.members()
+        self._shown_members = {m.name for m in members}
+        explainers = default_explainers(members)
+        self.panel.show_members([m.name for m in members],
+                                {m.name: float(m.metrics.get("dev_accuracy", float("nan"))) for m in members},
+                                {m.name: m.training_summary for m in members},
+                                explainers=[m.name for m in explainers])
+        return explainers
+
+    def _training_progressed(self, job: Job, fraction: float, message: str) -> None:
+        """While members train, show each one as soon as it is stored: rows can be explained with the
+        members there (the explainers are trained first, the members that only judge last)."""
+
+        if job is not self._train_job or time.monotonic() - self._checked_at < 1.0:
+            return
+        self._checked_at = time.monotonic()
+        if {m.name for m in self.members()} == self._shown_members:
+            return
+        explainers = self._show_members()
+        self.refresh_example()
+        waiting = sorted(set(self._train_job_names) - self._shown_members)
+        if explainers and waiting:
+            self.status(f"Explain works now with {', '.join(m.name for m in explainers)} while "
+                        f"the others train ({', '.join(waiting)}).", 15000)
 
     def _show_latest_vote(self, dataset: DatasetInfo) -> None:
         """Reopening a project shows the dataset-level tables of its newest vote."""
@@ -122,15 +153,18 @@ class ImportanceController(PanelController):
         if dataset is None:
             return None
         config = default_ensemble(f"{dataset.name}:", backbones=backbones, preset=preset)
-        self.panel.set_busy(True)
+        self.panel.set_training(True)
         # Train with another preset = replace those members (a member with the same settings is reused;
         # a replaced member's attributions are deleted with it).
         job = self.jobs.start(train_ensemble, self.session.project, dataset.id, config, overwrite=True,
                               title=f"Train {len(backbones)} members on {dataset.name}", kind="train")
+        self._train_job, self._train_job_names = job, config.names
 
         def ended(*_: Any) -> None:
             # members finished before a cancel or a failure are stored: show what exists
-            self.panel.set_busy(False)
+            if self._train_job is job:
+                self._train_job = None
+            self.panel.set_training(False)
             self.dataset_changed(self.session.dataset)
 
         job.on_finished(ended)
@@ -155,7 +189,7 @@ class ImportanceController(PanelController):
                 return None
         settings = self.panel.vote_settings()
         methods = self._method_settings(self.panel.methods())
-        self.panel.set_busy(True)
+        self.panel.set_explaining(True)
         job = self.jobs.start(
             find_principal_words, self.session.project, dataset.id, [m.name for m in members],
             methods=methods, vote=settings, wordlists=("gender",) if self.panel.gender.isChecked() else (),
@@ -164,15 +198,15 @@ class ImportanceController(PanelController):
         )
 
         def done(run: Any) -> None:
-            self.panel.set_busy(False)
+            self.panel.set_explaining(False)
             self.vote_set_id = run.vote_set_id
             self.method_settings = dict(methods)
             self.panel.show_summary(run.summary.principal, run.summary.spurious, self._max_z())
             self.refresh_example()
 
         job.on_finished(done)
-        job.on_failed(lambda exc, tb: self.panel.set_busy(False))
-        job.on_cancelled(lambda: self.panel.set_busy(False))
+        job.on_failed(lambda exc, tb: self.panel.set_explaining(False))
+        job.on_cancelled(lambda: self.panel.set_explaining(False))
         return job
 
     def _method_settings(self, methods: list[str]) -> dict[str, Any]:

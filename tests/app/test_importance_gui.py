@@ -137,3 +137,42 @@ def test_a_top_layer_member_judges_but_does_not_explain_by_default(window, qtbot
     boxes["j:tiny-electra"].setChecked(False)
     window.importance.dataset_changed(window.current_dataset)
     assert all(b.isChecked() for b in panel.grid.member_boxes.values())
+
+
+def test_rows_are_explained_while_the_last_member_still_trains(window, qtbot, monkeypatch):
+    """Each member is shown as soon as it is stored; Explain runs with those while the last one trains."""
+    import threading
+
+    import engine.models.train as train_module
+    from engine.attribution.vote_store import vote_sets
+
+    release = threading.Event()
+    real = train_module.train_member
+
+    def train_member(project, dataset_id, spec, **kwargs):
+        if spec.name.endswith(TINY[-1]):  # the last member trains until the test lets it finish
+            while not release.wait(0.05):
+                kwargs["progress"](0.5, f"{spec.name}: epoch 1/2")
+        return real(project, dataset_id, spec, **kwargs)
+
+    monkeypatch.setattr(train_module, "train_member", train_member)
+    panel = window.importance_panel
+    window.show_importance_tab()
+    job = window.importance.train(TINY, "fast-cpu")
+    try:
+        qtbot.waitUntil(lambda: len(panel.grid.member_boxes) == 2, timeout=240_000)
+        assert job.is_active and not panel.train_button.isEnabled()
+        assert panel.explain_selection.isEnabled() and panel.explain_dataset.isEnabled()
+        assert "Explain works now with" in window.statusBar().currentMessage()
+        window.examples.table.selectRow(0)
+        with qtbot.waitSignal(window.jobs.done, timeout=240_000) as ended:
+            window.importance.explain("selection")
+        assert ended.args[0] is not job and job.is_active
+        stored = vote_sets(window.session.project, window.current_dataset.id)
+        assert [n.split(":")[-1] for n in stored[0]["params"]["models"]] == TINY[:2]
+        assert "background-color: rgba(" in panel.sentence.html_source
+        assert not panel.train_button.isEnabled()  # still training
+    finally:
+        release.set()
+    qtbot.waitUntil(lambda: not job.is_active, timeout=240_000)
+    assert len(panel.grid.member_boxes) == 3 and panel.train_button.isEnabled()
