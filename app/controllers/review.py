@@ -10,8 +10,6 @@ undo calls :func:`engine.counterbias.review.restore`.
 
 from __future__ import annotations
 
-import json
-
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -444,15 +442,16 @@ class ReviewController(PanelController):
         return job
 
     def _judge_members(self) -> list[str]:
-        """The members that judged the listed candidates (else those of the dataset's newest vote)."""
+        """The members that judged the listed candidates (else the dataset's default judges: the members of its
+        newest vote and those that only judge)."""
+        from engine.attribution.explainers import default_judges
+
         for cand in self.panel.visible_candidates():
             members = list(((cand.get("scores") or {}).get("judge") or {}).get("members") or {})
             if members:
                 return members
         dataset = self.session.dataset
-        found = list(self.session.project.db.query(
-            "SELECT params FROM vote_sets WHERE dataset_id = ? ORDER BY id DESC LIMIT 1", [dataset.id])) if dataset else []
-        return list(json.loads(found[0]["params"] or "{}").get("models") or []) if found else []
+        return default_judges(self.session.project, dataset.id) if dataset else []
 
     def edit_current(self) -> Any:
         """Open the editor on the current candidate; saving accepts it with the new text."""

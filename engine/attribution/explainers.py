@@ -1,6 +1,7 @@
-"""Which ensemble members explain by default.
+"""Which ensemble members explain, and which judge, by default.
 
-Every member judges (its prediction counts in the ensemble's flip checks), but by default only
+Every member judges (its prediction counts in the ensemble's flip checks: :func:`default_judges`),
+but by default only
 the members whose training moved the whole network *explain*. A member of which only the top
 layer or the head was trained (``cached-top`` / ``cached-head``: the large backbones under the
 ``sample-cpu`` preset, the default without a GPU) classifies well, yet its gradients and its
@@ -15,6 +16,10 @@ So :func:`default_explainers` keeps the fine-tuned members when at least two are
 every member otherwise (one explainer is no vote); the vote then needs both of two members (a
 strict majority, :meth:`~engine.attribution.vote.VoteSettings.tau`). The analyst can tick any
 member back on.
+
+A vote stores the members that explained it; the candidates made from that vote are judged by those
+*and* by the members that only judge (:func:`default_judges`) — the top-layer MPNet classifies best
+on a CPU (89.0 % on CAD dev against 82.4 / 78.8 % for the sample-cpu MiniLMs).
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from typing import Any
 
 from engine.models.config import EXPLAINING_STRATEGIES
 
-__all__ = ["EXPLAINING_STRATEGIES", "default_explainers", "explains_by_default"]
+__all__ = ["EXPLAINING_STRATEGIES", "default_explainers", "default_judges", "explains_by_default"]
 
 
 def explains_by_default(member: Any) -> bool:
@@ -44,3 +49,31 @@ def default_explainers(members: Sequence[Any]) -> list[Any]:
     """
     chosen = [m for m in members if explains_by_default(m)]
     return chosen if len(chosen) >= 2 else list(members)
+
+
+def default_judges(project: Any, dataset_id: int, voted: Sequence[str] | None = None) -> list[str]:
+    """The members that judge a dataset's candidates by default, by name.
+
+    The members of ``voted`` (default: the newest vote on the dataset or on the version it was
+    derived from), then every other member trained on either of them — a member that only judges
+    is one of them. Empty when nothing is trained.
+
+    Parameters
+    ----------
+    project
+        The open :class:`~engine.store.Project`.
+    dataset_id
+        The dataset whose candidates are judged.
+    voted
+        The members of the vote the candidates come from, when the caller knows it.
+    """
+    from engine.attribution.vote_store import vote_sets
+    from engine.models.store import list_models
+
+    dataset = project.dataset(int(dataset_id))
+    ids = [i for i in (dataset.id, dataset.parent_id) if i is not None]
+    if voted is None:
+        found = sorted((v for i in ids for v in vote_sets(project, i)), key=lambda v: -int(v["id"]))
+        voted = list(found[0]["params"].get("models") or []) if found else []
+    trained = [m.name for m in list_models(project) if m.dataset_id in ids]
+    return list(dict.fromkeys([*voted, *trained]))

@@ -178,11 +178,12 @@ def _run_verify(args: argparse.Namespace, progress: StderrProgress, cancel: Canc
 
 
 def _judge_members(project, dataset_id: int, judge: str | None) -> list[str]:
+    """``--judge`` (``none``: no member), else the members of the newest vote and those that only judge."""
+    from engine.attribution.explainers import default_judges
+
     if judge is not None:
         return [] if judge == "none" else csv_list(judge)
-    found = list(project.db.query(
-        "SELECT params FROM vote_sets WHERE dataset_id = ? ORDER BY id DESC LIMIT 1", [int(dataset_id)]))
-    return list(json.loads(found[0]["params"] or "{}").get("models") or []) if found else []
+    return default_judges(project, dataset_id)
 
 
 @command("candidates")

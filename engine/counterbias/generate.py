@@ -86,6 +86,7 @@ from contextlib import closing, nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from engine.attribution.explainers import default_judges
 from engine.attribution.word_prior import label_rating_sides, label_vocabulary, label_word_z
 from engine.counterbias.edit import (
     FUNCTION_WORDS,
@@ -362,7 +363,8 @@ def generate_counterbias(
             votes = _votes(project, dataset, vote_set, vote_set_id is not None, ids)
             slots, result.skipped = _plan(project, dataset, ids, votes, settings, key, fields)
             mapping = _gender_mapping() if settings.swap_gender else {}
-            members = list(judge) if judge is not None else list(vote_set["params"].get("models") or [])
+            members = (list(judge) if judge is not None
+                       else default_judges(project, dataset.id, list(vote_set["params"].get("models") or [])))
             guard = LeakGuard.from_prompts(LEAK_SOURCES[settings.mode])
             label_fn = _judge_fn(project, members, token) if settings.mode == "edit" and settings.repair_flip else None
             polar_fn = (create_reader(settings.sentence_reader, project, client, members, dataset.labels,

@@ -1016,3 +1016,25 @@ def test_a_text_whose_principal_sentences_all_lack_an_opinion_word_is_edited_as_
     assert {sentence_to_edit(b) for b in sent if _editing(b)} == {friday}
     assert "plain" not in rows[0]["meta"]["fields"][0]
 
+
+
+def test_a_member_that_does_not_explain_still_judges(voted_project, stub):
+    """The vote is two members' (the third only judges, as a top-layer MPNet on a CPU): the candidates are judged by
+    all three, and the CLI's and the review tab's default judges are the same three."""
+    from engine.attribution import VoteSettings, find_principal_words
+    from engine.attribution.explainers import default_judges
+
+    project = voted_project
+    dataset = project.dataset("reviews")
+    everyone = ["r:tiny-distilbert", "r:tiny-roberta", "r:tiny-mpnet"]
+    ids = [int(r["id"]) for r in project.iter_examples(dataset.id)][:1]
+    find_principal_words(project, dataset.id, everyone[:2], methods={"ig": {"n_steps": 8}},
+                         vote=VoteSettings(k=3, rule="majority"), example_ids=ids)
+    assert default_judges(project, dataset.id) == everyone  # the vote's members first
+    assert default_judges(project, dataset.id, ["elsewhere"]) == ["elsewhere", *everyone]
+    server = stub(reply=scripted_reply)
+    config = LLMConfig(backend="openai", model="stub", base_url=server.base_url)
+    result = generate_counterbias(project, dataset.id, ids, config, settings=GenerateSettings(swap_gender=False))
+    made = [r for r in candidate_rows(project, dataset_id=dataset.id) if r["status"] != "failed"]
+    assert result.created and made
+    assert list(made[0]["scores"]["judge"]["members"]) == everyone
