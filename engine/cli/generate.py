@@ -67,7 +67,8 @@ def _add_generate(sub: argparse._SubParsersAction) -> None:
                    help="edit mode: also extract every sentence's fact triples (one LLM request per sentence) and edit "
                    "the sentences holding a principal triple (by default sentences are chosen by their principal words)")
     p.add_argument("--fields", help="fields to edit (default: text, or hypothesis for pairs)")
-    p.add_argument("--judge", help="comma-separated judge members (default: the vote's members; 'none')")
+    p.add_argument("--judge", help="comma-separated judge members (default: the vote's members and the members that only "
+                   "judge; 'none')")
     p.add_argument("--vote-set", type=int, help="vote set id (default: the newest vote per example)")
     p.set_defaults(run=_run_generate)
 
@@ -112,7 +113,8 @@ def _add_verify(sub: argparse._SubParsersAction) -> None:
         "the accept rule. Checks: " + ", ".join(_check_names()) + ".",
     )
     p.add_argument("--status", default="proposed", help="candidates with these statuses (default proposed; 'all')")
-    p.add_argument("--judge", help="comma-separated ensemble members (default: the members of the newest vote; "
+    p.add_argument("--judge", help="comma-separated ensemble members (default: the members of the newest vote and those that "
+                   "only judge; "
                    "'none' for the string checks only)")
     p.add_argument("--llm-judge", action="store_true",
                    help="also ask the LLM (the LLM options below) which label each candidate expresses")
