@@ -113,9 +113,8 @@ def _add_verify(sub: argparse._SubParsersAction) -> None:
         "the accept rule. Checks: " + ", ".join(_check_names()) + ".",
     )
     p.add_argument("--status", default="proposed", help="candidates with these statuses (default proposed; 'all')")
-    p.add_argument("--judge", help="comma-separated ensemble members (default: the members of the newest vote and those that "
-                   "only judge; "
-                   "'none' for the string checks only)")
+    p.add_argument("--judge", help="comma-separated ensemble members (default: the members of the newest vote "
+                   "and those that only judge; 'none' for the string checks only)")
     p.add_argument("--llm-judge", action="store_true",
                    help="also ask the LLM (the LLM options below) which label each candidate expresses")
     p.add_argument("--require", help="comma-separated checks a passing candidate must not fail, besides the flip, "
