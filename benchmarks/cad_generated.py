@@ -78,9 +78,13 @@ def generate(args: argparse.Namespace) -> tuple[Path, Path]:
             import_file(project, CAD / "orig" / "dev.tsv",
                         options=ImportOptions(append_to=train.dataset.id, split="dev"))
         dataset = project.dataset("cad-train")
+        from engine.models.config import DEFAULT_MEMBERS
+        from engine.models.device import default_preset
+
+        preset = args.preset or default_preset()
         members = []
-        for b in args.members.split(","):  # a sized preset (sample-cpu) depends on the backbone
-            spec = MemberSpec(f"bench-{b}", b, {}, train_preset(args.preset, b))
+        for b in args.members.split(",") if args.members else DEFAULT_MEMBERS:  # a sized preset depends on the backbone
+            spec = MemberSpec(f"bench-{b}", b, {}, train_preset(preset, b))
             trained = train_ensemble(project, dataset.id, EnsembleConfig((spec,)))
             members.append(spec.name)
             print(f"member {spec.name}: dev accuracy {trained.members[0].dev_accuracy:.3f}", file=sys.stderr)
@@ -191,8 +195,10 @@ def main() -> None:
     parser.add_argument("--originals", type=int, default=300)
     parser.add_argument("--sample", action="store_true", help="a seeded sample instead of the shortest originals")
     parser.add_argument("--seed", type=int, default=11)
-    parser.add_argument("--members", default="minilm-l6,minilm-l3")
-    parser.add_argument("--preset", default="fast-cpu", help="training preset of the members (as coba_quality.py)")
+    parser.add_argument("--members", default=None, help="backbones (default: the default ensemble; every member "
+                        "judges, the default explainers explain)")
+    parser.add_argument("--preset", default=None,
+                        help="training preset of the members (default: the app's for this machine, as coba_quality.py)")
     parser.add_argument("--model", default="qwen2.5-coder-1.5b")
     parser.add_argument("--threads", type=int, default=None,
                         help="LLM CPU threads (default: the product's, which follow the machine's load)")

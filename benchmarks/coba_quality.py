@@ -225,7 +225,8 @@ def main() -> int:
                         "a few after a change")
     parser.add_argument("--project", type=Path, default=None, help="project file to create or reuse")
     parser.add_argument("--members", default=None, help="backbones (default: the default ensemble)")
-    parser.add_argument("--preset", default="fast-cpu")
+    parser.add_argument("--preset", default=None,
+                        help="training preset of the members (default: the app's for this machine, sample-cpu without a GPU)")
     parser.add_argument("--max-train-rows", type=int, default=None)
     parser.add_argument("--methods", default="ig,lime,shapley")
     parser.add_argument("--ig-steps", type=int, default=None, help="IG steps (default: the engine's)")
@@ -261,6 +262,10 @@ def main() -> int:
 
     started = time.perf_counter()
     backbones = tuple(args.members.split(",")) if args.members else DEFAULT_MEMBERS
+    if args.preset is None:
+        from engine.models.device import default_preset
+
+        args.preset = default_preset()
     path = args.project or (user_data_dir() / "benchmarks" / "coba_quality"
                             / f"cad-{'+'.join(backbones)}-{args.max_train_rows or 'all'}.cbproj")
     path.parent.mkdir(parents=True, exist_ok=True)
