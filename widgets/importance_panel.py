@@ -214,10 +214,12 @@ class ImportancePanel(QWidget):
             self.preset.setCurrentIndex(index)
 
     def show_members(self, members: Sequence[str], accuracy: Mapping[str, float],
-                     presets: Mapping[str, str] | None = None, explainers: Sequence[str] | None = None) -> None:
+                     presets: Mapping[str, str] | None = None, explainers: Sequence[str] | None = None,
+                     training: Sequence[str] = ()) -> None:
         """The trained members of the shown dataset, their dev accuracy and the preset each was trained with.
 
         ``explainers``: the members ticked to explain at first (``None``: all); the others only judge.
+        ``training``: members of a running training job not stored yet (named after the others).
         """
         presets = presets or {}
         explainers = list(members if explainers is None else explainers)
@@ -233,7 +235,11 @@ class ImportancePanel(QWidget):
                          f"judging only: {', '.join(judges)} (tick it below to explain with it too)")
             else:
                 text += f"τ = {len(members) // 2 + 1} of {len(members)}"
+            if training:
+                text += f"; still training: {', '.join(training)}"
             self.members_label.setText(text)
+        elif training:
+            self.members_label.setText(f"Training {', '.join(training)}: each member appears here when it is trained.")
         else:
             self.members_label.setText("No trained members yet: press Train ensemble.")
         tips = {m: (f"{m} judges flips but does not explain by default: only its top layer (or head) was trained, and such "

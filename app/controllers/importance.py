@@ -86,10 +86,11 @@ class ImportanceController(PanelController):
         members = self.members()
         self._shown_members = {m.name for m in members}
         explainers = default_explainers(members)
+        training = [n for n in self._train_job_names if n not in self._shown_members] if self._train_job else []
         self.panel.show_members([m.name for m in members],
                                 {m.name: float(m.metrics.get("dev_accuracy", float("nan"))) for m in members},
                                 {m.name: m.training_summary for m in members},
-                                explainers=[m.name for m in explainers])
+                                explainers=[m.name for m in explainers], training=training)
         return explainers
 
     def _training_progressed(self, job: Job, fraction: float, message: str) -> None:
@@ -159,6 +160,7 @@ class ImportanceController(PanelController):
         job = self.jobs.start(train_ensemble, self.session.project, dataset.id, config, overwrite=True,
                               title=f"Train {len(backbones)} members on {dataset.name}", kind="train")
         self._train_job, self._train_job_names = job, config.names
+        self._show_members()
 
         def ended(*_: Any) -> None:
             # members finished before a cancel or a failure are stored: show what exists

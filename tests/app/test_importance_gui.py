@@ -159,11 +159,14 @@ def test_rows_are_explained_while_the_last_member_still_trains(window, qtbot, mo
     panel = window.importance_panel
     window.show_importance_tab()
     job = window.importance.train(TINY, "fast-cpu")
+    job_names = window.importance._train_job_names
+    assert panel.members_label.text().startswith("Training ") and all(n in panel.members_label.text() for n in job_names)
     try:
         qtbot.waitUntil(lambda: len(panel.grid.member_boxes) == 2, timeout=240_000)
         assert job.is_active and not panel.train_button.isEnabled()
         assert panel.explain_selection.isEnabled() and panel.explain_dataset.isEnabled()
         assert "Explain works now with" in window.statusBar().currentMessage()
+        assert panel.members_label.text().endswith(f"still training: {job_names[-1]}")
         window.examples.table.selectRow(0)
         with qtbot.waitSignal(window.jobs.done, timeout=240_000) as ended:
             window.importance.explain("selection")
