@@ -34,6 +34,7 @@ class ImportanceController(PanelController):
         #: The running training job, and the names of the members shown while it runs.
         self._train_job: Job | None = None
         self._train_job_names: list[str] = []
+        self._train_dataset_id: int | None = None
         self._shown_members: set[str] = set()
         self._checked_at = 0.0
         jobs.progressed.connect(self._training_progressed)
@@ -86,18 +87,22 @@ class ImportanceController(PanelController):
         members = self.members()
         self._shown_members = {m.name for m in members}
         explainers = default_explainers(members)
-        training = [n for n in self._train_job_names if n not in self._shown_members] if self._train_job else []
+        training = [n for n in self._train_job_names if n not in self._shown_members] if self._training_shown() else []
         self.panel.show_members([m.name for m in members],
                                 {m.name: float(m.metrics.get("dev_accuracy", float("nan"))) for m in members},
                                 {m.name: m.training_summary for m in members},
                                 explainers=[m.name for m in explainers], training=training)
         return explainers
 
+    def _training_shown(self) -> bool:
+        """Whether a training job runs on the shown dataset."""
+        dataset = self.session.dataset
+        return self._train_job is not None and dataset is not None and dataset.id == self._train_dataset_id
+
     def _training_progressed(self, job: Job, fraction: float, message: str) -> None:
         """While members train, show each one as soon as it is stored: rows can be explained with the
         members there (the explainers are trained first, the members that only judge last)."""
-
-        if job is not self._train_job or time.monotonic() - self._checked_at < 1.0:
+        if job is not self._train_job or not self._training_shown() or time.monotonic() - self._checked_at < 1.0:
             return
         self._checked_at = time.monotonic()
         if {m.name for m in self.members()} == self._shown_members:
@@ -159,7 +164,7 @@ class ImportanceController(PanelController):
         # a replaced member's attributions are deleted with it).
         job = self.jobs.start(train_ensemble, self.session.project, dataset.id, config, overwrite=True,
                               title=f"Train {len(backbones)} members on {dataset.name}", kind="train")
-        self._train_job, self._train_job_names = job, config.names
+        self._train_job, self._train_job_names, self._train_dataset_id = job, config.names, dataset.id
         self._show_members()
 
         def ended(*_: Any) -> None:
