@@ -1,8 +1,7 @@
 """Which ensemble members explain, and which judge, by default.
 
-Every member judges (its prediction counts in the ensemble's flip checks: :func:`default_judges`),
-but by default only
-the members whose training moved the whole network *explain*. A member of which only the top
+Every member judges (its prediction counts in the ensemble's flip checks: :func:`default_judges`), but
+by default only the members whose training moved the whole network *explain*. A member of which only the top
 layer or the head was trained (``cached-top`` / ``cached-head``: the large backbones under the
 ``sample-cpu`` preset, the default without a GPU) classifies well, yet its gradients and its
 perturbation responses run through layers the task never changed, and its words show it: on the
