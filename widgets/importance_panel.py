@@ -186,11 +186,6 @@ class ImportancePanel(QWidget):
     def user_word_list(self) -> list[str]:
         return [w.strip().lower() for w in self.user_words.text().split(",") if w.strip()]
 
-    def set_busy(self, busy: bool) -> None:
-        """Training and explaining both running (``True``) or both ended."""
-        self.set_training(busy)
-        self.set_explaining(busy)
-
     def set_training(self, busy: bool) -> None:
         """While members train, rows can still be explained by the members already stored."""
         self._training = busy

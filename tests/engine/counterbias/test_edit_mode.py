@@ -1017,7 +1017,6 @@ def test_a_text_whose_principal_sentences_all_lack_an_opinion_word_is_edited_as_
     assert "plain" not in rows[0]["meta"]["fields"][0]
 
 
-
 def test_a_member_that_does_not_explain_still_judges(voted_project, stub):
     """The vote is two members' (the third only judges, as a top-layer MPNet on a CPU): the candidates are judged by
     all three, and the CLI's and the review tab's default judges are the same three."""
