@@ -62,6 +62,21 @@ def evaluate_and_print(project, conditions: list, classifier: str, seeds: int) -
           f"classifier {classifier})")
 
 
+def add_imdb_extra(project) -> bool:
+    """Import the IMDb extra originals (the size control) into ``project`` unless it holds them; False when the
+    IMDb data is not in ``../shared``."""
+    from engine.io import ImportOptions, import_file
+
+    if any(d.name == "imdb-extra" for d in project.datasets()):
+        return True
+    if not (DATA / "imdb_maas/train.tsv.gz").exists():
+        return False
+    with tempfile.TemporaryDirectory() as tmp:
+        r = import_file(project, _imdb_extra(Path(tmp)), options=ImportOptions(name="imdb-extra", split="train"))
+    print(f"imported imdb-extra: {r.rows:,} rows {r.label_counts}", file=sys.stderr)
+    return True
+
+
 def open_project(path: Path, *, imdb: bool = True):
     """The downstream project at ``path``, created on first use: CAD train originals and revisions, IMDb extra
     originals (``imdb``: the size control; needs ``imdb_maas``), and the three test sets, marked."""

@@ -14,10 +14,11 @@ continues where the last one stopped):
    the same originals are written to CSV.
 2. **evaluate** (``--evaluate``; ``--from-csv DIR`` evaluates the CSVs of an earlier generation, without
    generating) — in the downstream project of ``benchmarks/cad_downstream.py`` (``--project``; created with
-   the originals and the test sets when missing), the two CSVs become datasets and three conditions are trained over seeds:
+   the originals and the test sets when missing), the two CSVs become datasets and four conditions are trained over seeds:
    D_ori (the 1,707 originals), D_ori + the generated candidates, D_ori + the human revisions of
-   the same originals (the same count). Tested on CAD dev originals, CAD dev revisions and the
-   contrast-set dev. ``--passing`` uses only the candidates the accept rule passes (their human
+   the same originals (the same count), and the size control D_ori + as many IMDb train originals
+   that are not CAD's (when ``imdb_maas`` is in ``../shared``; a seeded sample per seed). Tested on
+   CAD dev originals, CAD dev revisions and the contrast-set dev. ``--passing`` uses only the candidates the accept rule passes (their human
    revisions alike). Also the diversity of the generated vs the human edits of those originals.
 
 Run::
@@ -151,7 +152,7 @@ def generate(args: argparse.Namespace) -> tuple[Path, Path]:
 
 def evaluate(args: argparse.Namespace, gen_csv: Path, human_csv: Path) -> None:
     """Step 2: the downstream conditions in the cad_downstream project."""
-    from cad_downstream import evaluate_and_print, open_project
+    from cad_downstream import add_imdb_extra, evaluate_and_print, open_project
 
     from engine.evaluation.conditions import parse_condition
     from engine.evaluation.diversity_report import pair_diversity
@@ -160,7 +161,8 @@ def evaluate(args: argparse.Namespace, gen_csv: Path, human_csv: Path) -> None:
     with open(gen_csv, encoding="utf-8", newline="") as f:
         n = sum(1 for _ in csv.DictReader(f))
     tag = f"{n}{'-passing' if args.passing else ''}"
-    with open_project(args.project, imdb=False) as project:  # the size control is cad_downstream.py's row
+    with open_project(args.project, imdb=False) as project:
+        size_control = add_imdb_extra(project)  # as many more originals: does any extra text help as much?
         names = {d.name for d in project.datasets()}
         for name, src in ((f"generated-{tag}", gen_csv), (f"human-same-{tag}", human_csv)):
             if name not in names:
@@ -171,6 +173,8 @@ def evaluate(args: argparse.Namespace, gen_csv: Path, human_csv: Path) -> None:
             parse_condition("D_ori=cad-orig-train"),
             parse_condition(f"+{n} generated=cad-orig-train+generated-{tag}"),
             parse_condition(f"+{n} human revisions (same originals)=cad-orig-train+human-same-{tag}"),
+            *([parse_condition(f"+{n} IMDb originals (size control)=cad-orig-train+imdb-extra@{n}")]
+              if size_control else []),
         ]
         evaluate_and_print(project, conditions, args.classifier, args.seeds)
     revision_of = _revisions()
