@@ -442,16 +442,21 @@ class ReviewController(PanelController):
         return job
 
     def _judge_members(self) -> list[str]:
-        """The members that judged the listed candidates (else the dataset's default judges: the members of its
-        newest vote and those that only judge)."""
+        """The members that judged the listed candidates, then the dataset's default judges (the members of its
+        newest vote and those that only judge: a member stored after the candidates were made — one still training
+        then — judges them too), as long as they are stored."""
         from engine.attribution.explainers import default_judges
+        from engine.models.store import list_models
 
+        judged: list[str] = []
         for cand in self.panel.visible_candidates():
-            members = list(((cand.get("scores") or {}).get("judge") or {}).get("members") or {})
-            if members:
-                return members
+            judged = list(((cand.get("scores") or {}).get("judge") or {}).get("members") or {})
+            if judged:
+                break
         dataset = self.session.dataset
-        return default_judges(self.session.project, dataset.id) if dataset else []
+        defaults = default_judges(self.session.project, dataset.id) if dataset else []
+        stored = {m.name for m in list_models(self.session.project)}
+        return [m for m in dict.fromkeys([*judged, *defaults]) if m in stored]
 
     def edit_current(self) -> Any:
         """Open the editor on the current candidate; saving accepts it with the new text."""
@@ -530,8 +535,11 @@ class ReviewController(PanelController):
             self._job_ended()
             failed = f", {len(result.failed)} failed (select one to see why)" if result.failed else ""
             skipped = f", {result.skipped} already made" if result.skipped else ""
+            training = (f" Judged by {', '.join(result.judges) or 'no member'}: {', '.join(result.judges_training)} "
+                        "was still training — press Run checks again once it is trained to add its verdict."
+                        if result.judges_training else "")
             self.panel.set_message(f"{len(result.created)} candidate(s) made{failed}{skipped} in "
-                                   f"{result.seconds:.1f} s; {usage_text(result.usage)}.")
+                                   f"{result.seconds:.1f} s; {usage_text(result.usage)}.{training}")
             self.panel.table.setFocus()
 
         job.on_finished(done)

@@ -18,7 +18,9 @@ member back on.
 
 A vote stores the members that explained it; the candidates made from that vote are judged by those
 *and* by the members that only judge (:func:`default_judges`) — the top-layer MPNet classifies best
-on a CPU (89.0 % on CAD dev against 82.4 / 78.8 % for the sample-cpu MiniLMs).
+on a CPU (89.0 % on CAD dev against 82.4 / 78.8 % for the sample-cpu MiniLMs). The explainers are
+trained first, so highlights and candidates can come while that judge still trains; until it is
+stored it judges nothing, and :func:`judges_in_training` names it so that the caller can say so.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from typing import Any
 
 from engine.models.config import EXPLAINING_STRATEGIES
 
-__all__ = ["EXPLAINING_STRATEGIES", "default_explainers", "default_judges", "explains_by_default"]
+__all__ = ["EXPLAINING_STRATEGIES", "default_explainers", "default_judges", "explains_by_default", "judges_in_training"]
 
 
 def explains_by_default(member: Any) -> bool:
@@ -76,3 +78,28 @@ def default_judges(project: Any, dataset_id: int, voted: Sequence[str] | None = 
         voted = list(found[0]["params"].get("models") or []) if found else []
     trained = [m.name for m in list_models(project) if m.dataset_id in ids]
     return list(dict.fromkeys([*voted, *trained]))
+
+
+def judges_in_training(project: Any, dataset_id: int) -> list[str]:
+    """The members a running training job (of a live process) will add to the dataset's judges and has not stored
+    yet, in the job's order: candidates judged now go without them."""
+    import json
+
+    from engine.models.store import list_models
+    from engine.store.liveness import run_alive
+
+    dataset = project.dataset(int(dataset_id))
+    ids = [i for i in (dataset.id, dataset.parent_id) if i is not None]
+    stored = {m.name for m in list_models(project)}
+    names: list[str] = []
+    for row in project.db.query(
+            "SELECT params, pid, pid_started, host, heartbeat_at FROM runs WHERE kind = 'train' AND status = 'running' "
+            "AND dataset_id IN (SELECT value FROM json_each(?)) ORDER BY id", [json.dumps(ids)]):
+        if not run_alive(row["pid"], row["pid_started"], row["host"], row["heartbeat_at"]):
+            continue
+        try:
+            members = json.loads(row["params"])["ensemble"]["members"]
+            names += [str(m["name"]) for m in members if str(m["name"]) not in stored]
+        except (ValueError, KeyError, TypeError):  # a row of another shape names nothing
+            continue
+    return list(dict.fromkeys(names))

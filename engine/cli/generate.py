@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 from engine.cli.args import (
     DATASET,
@@ -94,6 +95,10 @@ def _run_generate(args: argparse.Namespace, progress: StderrProgress, cancel: Ca
         result = generate_counterbias(project, dataset.id, ids, config, settings=settings, vote_set_id=args.vote_set,
                                       judge=judge, progress=progress, cancel=cancel)
         rows = candidate_rows(project, example_ids=ids)
+    if result.judges_training:
+        print(f"note: {', '.join(result.judges_training)} was still training: these candidates are judged by "
+              f"{', '.join(result.judges) or 'no member'} only; run 'counterbias verify' once it is trained.",
+              file=sys.stderr)
     made = [r for r in rows if r["status"] != "failed"]
     print(json.dumps({
         "run_id": result.run_id, **result.summary(),

@@ -86,7 +86,7 @@ from contextlib import closing, nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from engine.attribution.explainers import default_judges
+from engine.attribution.explainers import default_judges, judges_in_training
 from engine.attribution.word_prior import label_rating_sides, label_vocabulary, label_word_z
 from engine.counterbias.edit import (
     FUNCTION_WORDS,
@@ -251,6 +251,10 @@ class GenerateResult:
     sent: int = 0
     cache_hits: int = 0
     seconds: float = 0.0
+    #: The members that judged the candidates, and those a running training job had not stored yet (they
+    #: judge later candidates; ``verify`` adds their verdict to these).
+    judges: list[str] = field(default_factory=list)
+    judges_training: list[str] = field(default_factory=list)
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -262,6 +266,8 @@ class GenerateResult:
             "cache_hits": self.cache_hits,
             "usage": self.usage.to_dict(),
             "seconds": round(self.seconds, 2),
+            "judges": list(self.judges),
+            "judges_training": list(self.judges_training),
         }
 
 
@@ -365,6 +371,8 @@ def generate_counterbias(
             mapping = _gender_mapping() if settings.swap_gender else {}
             members = (list(judge) if judge is not None
                        else default_judges(project, dataset.id, list(vote_set["params"].get("models") or [])))
+            result.judges = members
+            result.judges_training = [] if judge is not None else judges_in_training(project, dataset.id)
             guard = LeakGuard.from_prompts(LEAK_SOURCES[settings.mode])
             label_fn = _judge_fn(project, members, token) if settings.mode == "edit" and settings.repair_flip else None
             polar_fn = (create_reader(settings.sentence_reader, project, client, members, dataset.labels,

@@ -47,6 +47,15 @@ def process_alive(pid: int | None, started: str | None) -> bool:
     return now_started is not None and (started is None or now_started == started)
 
 
+def run_alive(pid: int | None, started: str | None, host: str | None, heartbeat_at: str | None) -> bool:
+    """Whether the process of a ``running`` row still runs: on this host, the recorded pid with the same start
+    time; on another host, a heartbeat younger than :data:`STALE_AFTER_S`."""
+    if host in (None, socket.gethostname()):
+        return process_alive(pid, started)
+    stale = (datetime.now(timezone.utc) - timedelta(seconds=STALE_AFTER_S)).isoformat(timespec="seconds")
+    return (heartbeat_at or "") >= stale
+
+
 def mark_interrupted(path: Path, connect: Any) -> list[int]:
     """Mark ``running`` rows whose process is gone as ``interrupted`` (run when a project is opened).
 
@@ -73,12 +82,8 @@ def mark_interrupted(path: Path, connect: Any) -> list[int]:
             rows = conn.execute(
                 "SELECT id, pid, pid_started, host, heartbeat_at FROM runs WHERE status = 'running'"
             ).fetchall()
-            host = socket.gethostname()
-            stale = (datetime.now(timezone.utc) - timedelta(seconds=STALE_AFTER_S)).isoformat(timespec="seconds")
-            gone = [
-                int(run_id) for run_id, pid, started, run_host, beat in rows
-                if not (process_alive(pid, started) if run_host in (None, host) else (beat or "") >= stale)
-            ]
+            gone = [int(run_id) for run_id, pid, started, run_host, beat in rows
+                    if not run_alive(pid, started, run_host, beat)]
             if gone:
                 conn.execute(
                     "UPDATE runs SET status = 'interrupted', finished_at = ?, "

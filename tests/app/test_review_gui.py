@@ -271,6 +271,36 @@ def test_candidates_are_listed_while_generation_runs(window, qtbot):
         slow.close()
 
 
+def test_candidates_made_while_a_judge_trains_say_so_and_verify_adds_it(window, qtbot, server, monkeypatch):
+    """Highlights and candidates may come while the judge (trained last) still trains: the message names it, and
+    once it is stored, Run checks again judges the candidates with it too."""
+    from engine.models.config import default_ensemble
+    from engine.store.runs import recorded_run
+
+    win, panel, ctl = window, window.review_panel, window.review
+    project = win.session.project
+    dataset = win.current_dataset
+    _configure_llm(win, qtbot, server)
+    stored = ["r:tiny-distilbert", "r:tiny-roberta", "r:tiny-mpnet"]
+    config = default_ensemble("r:", backbones=("tiny-distilbert", "tiny-roberta", "tiny-mpnet", "minilm-l6", "bert"))
+    _select_rows(win, [0])
+    win.show_review_tab()
+    with recorded_run(project, "train", dataset.id, {"ensemble": config.to_dict()}):
+        with qtbot.waitSignal(win.jobs.done, timeout=120_000):
+            panel.generate_selection.click()
+    text = panel.message.text()
+    assert "candidate(s) made" in text and "r:minilm-l6, r:bert was still training" in text, text
+    assert "Judged by " + ", ".join(stored) in text
+    made = [r for r in candidate_rows(project, dataset_id=dataset.id) if r["status"] != "failed"]
+    assert made and list(made[0]["scores"]["judge"]["members"]) == stored
+    # the judge is stored now (here: the candidates' judges plus a member the default judges name)
+    import engine.attribution.explainers as explainers
+
+    monkeypatch.setattr(explainers, "default_judges", lambda project, dataset_id, voted=None: [*stored, "missing"])
+    judges = ctl._judge_members()
+    assert sorted(judges) == sorted(stored)  # no repeats, and a name that is not stored is left out
+
+
 def test_verification_panel_shows_every_check_and_the_llm_judge(window, qtbot, server, tmp_path):
     """One panel per candidate: every check's verdict and reason; the LLM judge runs as a job and fills its row."""
     win, panel = window, window.review_panel

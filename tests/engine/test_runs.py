@@ -83,3 +83,23 @@ def test_each_run_gets_its_own_row(project, dataset_id):
     assert len(set(ids)) == 2
     rows = project.db.execute("SELECT kind, status FROM runs ORDER BY id").fetchall()
     assert [tuple(r) for r in rows] == [("train", "done"), ("attribute", "done")]
+
+
+def test_the_members_of_a_live_training_run_not_stored_yet_are_judges_in_training(project, dataset_id):
+    """While an ensemble trains, the Counterbias tab and the CLI can say which judges are still missing; a run of a
+    process that is gone (killed before ``mark_interrupted`` ran) names nothing."""
+    from engine.attribution.explainers import judges_in_training
+    from engine.models.config import default_ensemble
+
+    config = default_ensemble("r:")
+    assert judges_in_training(project, dataset_id) == []
+    with recorded_run(project, "train", dataset_id, {"ensemble": config.to_dict()}):
+        assert judges_in_training(project, dataset_id) == config.names
+        with recorded_run(project, "attribute", dataset_id, {"ensemble": config.to_dict()}):
+            assert judges_in_training(project, dataset_id) == config.names  # only training runs count
+    assert judges_in_training(project, dataset_id) == []
+    project.writer.run(lambda conn: conn.execute(
+        "INSERT INTO runs (kind, dataset_id, params, status, started_at, pid, pid_started, host) "
+        "VALUES ('train', ?, ?, 'running', '2026-01-01T00:00:00+00:00', 999999999, 'x', NULL)",
+        (dataset_id, json.dumps({"ensemble": config.to_dict()}))))
+    assert judges_in_training(project, dataset_id) == []

@@ -1031,6 +1031,14 @@ def test_a_member_that_does_not_explain_still_judges(voted_project, stub):
                          vote=VoteSettings(k=3, rule="majority"), example_ids=ids)
     assert default_judges(project, dataset.id) == everyone  # the vote's members first
     assert default_judges(project, dataset.id, ["elsewhere"]) == ["elsewhere", *everyone]
+    from engine.attribution.explainers import judges_in_training
+    from engine.models.config import default_ensemble
+    from engine.store.runs import recorded_run
+
+    config = default_ensemble("r:", backbones=("tiny-distilbert", "tiny-roberta", "minilm-l6"))
+    with recorded_run(project, "train", dataset.id, {"ensemble": config.to_dict()}):
+        # the two stored members judge already; the one still training is named
+        assert judges_in_training(project, dataset.id) == ["r:minilm-l6"]
     server = stub(reply=scripted_reply)
     config = LLMConfig(backend="openai", model="stub", base_url=server.base_url)
     result = generate_counterbias(project, dataset.id, ids, config, settings=GenerateSettings(swap_gender=False))
