@@ -12,7 +12,9 @@ too); and a number up to 10 given to the text's subject without a scale ("I give
 rated this movie a 9", "I'd give it an 8.5"), read on IMDb's scale of 10 — only the number is
 the rating there. Dates (``9/11``, ``12/10/2005``), fractions (``3/4 of
 the film``, ``1/4 or 1/8``) and counts (``7 out of 10 people``) are not ratings; nor are star
-drawings (``*1/2 from ****``).
+drawings (``*1/2 from ****``). A school grade after a cue word ("GRADE: B", "I'd give it an A-", "my
+rating: D+") counts on a scale of 4 (A 4, B 3, C 2, D 1, F 0, a sign a third of a step): the letter
+must be a capital, so "rated a bit" is no grade, and a bare "A" before a lowercase word is the article.
 """
 
 from __future__ import annotations
@@ -46,6 +48,12 @@ _IMPLIED = re.compile(
     r"(?:it|this(?:\s+(?:film|movie|one|show|series|episode|book))?|the\s+(?:film|movie|show|series))?\s*"
     r"(?:a|an)?\s+" + _NUMBER + r"(?!\.\d|\s*(?:/|out\s+of\b|on\s+a\s+scale\b)|\s*(?:" + _UNITS + r")\b|\d)",
     re.IGNORECASE)
+#: "GRADE: B", "graded it a C+", "I'd give it an A-": a capital A-D or F (with a sign) after a cue, scale 4.
+_LETTER = re.compile(
+    r"(?i:\b(?:grade[ds]?|grading|rating|rated|score[ds]?|verdict|mark|give\s+it|gave\s+it|giving\s+it)\b)"
+    r"\s*[:=-]?\s*(?:(?i:an?)\s+)?([A-DF][+-]?)(?![\w+-])")
+_LETTER_VALUE = {"A": 4.0, "B": 3.0, "C": 2.0, "D": 1.0, "F": 0.0}
+
 _PATTERNS = (
     re.compile(_NUMBER + r"\s*/\s*(100|10)(?![\d/.]\d|\s+of\b)", re.IGNORECASE),
     re.compile(_NUMBER + r"\s+out\s+of\s+" + _SCALE + r"\b(?!\.\d)(?!\s+(?:" + _COUNTED + r")\b)", re.IGNORECASE),
@@ -103,6 +111,10 @@ def find_ratings(text: str) -> list[Rating]:
     ['9.0 on a scale of 10']
     >>> [(r.text, r.share) for r in find_ratings("Only reason I did give it a 2 was the cast.")]
     [('2', 0.2)]
+    >>> [(r.text, r.share) for r in find_ratings("GRADE: B. I'd give it an A- at best, never a D.")]
+    [('B', 0.75), ('A-', 0.9166666666666666)]
+    >>> find_ratings("It rated a bit low; grade school kids. Score: A lot of fun.")  # 'A lot': a word, not a grade
+    []
     """
     found: list[Rating] = []
     taken: list[tuple[int, int]] = []
@@ -115,6 +127,16 @@ def find_ratings(text: str) -> list[Rating]:
                 continue
             taken.append((start, end))
             found.append(Rating(text[start:end], start, end, value, scale))
+    for m in _LETTER.finditer(text or ""):
+        start, end = m.start(1), m.end(1)
+        if any(a < end and start < b for a, b in taken):
+            continue
+        grade = m.group(1)
+        if grade == "A" and re.match(r"\s+[a-z]", text[end:]):  # "Score: A lot of fun": the article
+            continue
+        value = _LETTER_VALUE[grade[0]] + {"+": 1 / 3, "-": -1 / 3}.get(grade[1:], 0.0)
+        taken.append((start, end))
+        found.append(Rating(grade, start, end, min(max(value, 0.0), 4.0), 4.0))
     return sorted(found, key=lambda r: r.start)
 
 
@@ -176,7 +198,11 @@ def suggestion(rating: Rating, target_side: str | None) -> str:
     --------
     >>> suggestion(find_ratings("4/10")[0], "high"), suggestion(find_ratings("9.0 on a scale of 10")[0], "low")
     ('8/10', '2.0 on a scale of 10')
+    >>> suggestion(find_ratings("Grade: B+")[0], "low")
+    'D'
     """
+    if rating.text[:1].isalpha():  # a school grade
+        return {HIGH: "A", LOW: "D"}.get(target_side or "", "C")
     share = {HIGH: 0.8, LOW: 0.2}.get(target_side or "", 0.5)
     value = share * rating.scale
     written = f"{value:.1f}" if "." in rating.text.split()[0].split("/")[0] else f"{round(value):d}"

@@ -84,3 +84,14 @@ def test_rating_check_fails_a_kept_rating_and_passes_a_turned_one():
     assert _verdict("Dreadful. 2/10.") == {"status": "pass", "reason": '"2/10" fits'}
     assert _verdict("Dreadful.") == {"status": "pass", "reason": "no rating"}
     assert _verdict("Dreadful. 10/10.", sides={})["status"] == "skip"
+
+
+def test_a_school_grade_after_a_cue_is_a_rating_on_a_scale_of_four():
+    # seen in CAD: a candidate turned every opinion of a review Negative and kept its "GRADE: B"
+    assert _verdict("Dreadful film. GRADE: B") == {"status": "fail", "reason": 'rates it "B", a rating that goes '
+                                                                               "with Positive"}
+    assert _verdict("Dreadful film. GRADE: D")["status"] == "pass"
+    assert [(r.text, r.side) for r in find_ratings("My Grade:F <br /><br />Enough. I'd give it a C.")] == [
+        ("F", "low"), ("C", None)]
+    assert find_ratings("Vitamin B and a grade A student; rating: A bit long.") == []
+    assert suggestion(find_ratings("Grade: B+")[0], "low") == "D"
