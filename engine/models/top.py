@@ -82,6 +82,18 @@ def top_cost(layers: int, tune_layers: int, epochs: int, encode_share: float) ->
     return encode_share * (layers - k) / max(1, layers) + epochs * TOP_EPOCH_SHARE * k / max(1, layers)
 
 
+def _forward_share(spec: Any) -> float:
+    """The member's backbone's forward pass as a share of a fine-tuning epoch (the default when unknown)."""
+    from engine.errors import CounterbiasError
+    from engine.models.quick import ENCODE_SHARE
+    from engine.models.registry import get_backbone
+
+    try:
+        return get_backbone(spec.backbone, **dict(spec.backbone_params)).forward_share()
+    except CounterbiasError:
+        return ENCODE_SHARE
+
+
 def _base(model: Any) -> Any:
     return getattr(model, model.base_model_prefix)
 
@@ -167,10 +179,9 @@ class CachedTopTrainer(CachedHeadTrainer):
         texts = [r.texts for r in rows]
         lengths = np.array([len(ids) for ids in encode_texts(self.tokenizer, texts, cfg.max_length, padding=False,
                                                              return_tensors=None)["input_ids"]], dtype=np.int64)
-        from engine.models.quick import ENCODE_SHARE
-
-        encode_cost = ENCODE_SHARE * self.cut / layers
-        total_cost = max(top_cost(layers, cfg.tune_layers, cfg.epochs, ENCODE_SHARE), 1e-9)
+        encode_share = _forward_share(self.spec)
+        encode_cost = encode_share * self.cut / layers
+        total_cost = max(top_cost(layers, cfg.tune_layers, cfg.epochs, encode_share), 1e-9)
         split = 0.02 + 0.96 * encode_cost / total_cost
         folder = self._cache_folder(rows)
         started = time.perf_counter()

@@ -177,8 +177,8 @@ def training_order(members: Sequence[MemberSpec]) -> list[MemberSpec]:
 def member_cost(spec: MemberSpec, rows: tuple[int, int] | None = None) -> float:
     """Relative training cost of a member: backbone cost per token × tokens per input × epochs (× rows).
 
-    A ``cached-head`` member costs one encode pass instead (forward only, no gradients:
-    :data:`engine.models.quick.ENCODE_SHARE` of an epoch), whatever its head's epoch count,
+    A ``cached-head`` member costs one encode pass instead (forward only, no gradients: the backbone's
+    :meth:`~engine.models.backbone.Backbone.forward_share` of an epoch), whatever its head's epoch count,
     since training the head on cached features takes seconds. A ``cached-top`` member costs the
     encode pass below its tuned layers plus, per epoch, the tuned layers' share of a fine-tuning
     epoch (:func:`engine.models.top.top_cost`).
@@ -201,21 +201,18 @@ def member_cost(spec: MemberSpec, rows: tuple[int, int] | None = None) -> float:
     from engine.models.registry import get_backbone
 
     try:
-        per_token = get_backbone(spec.backbone, **dict(spec.backbone_params)).relative_cost()
+        backbone = get_backbone(spec.backbone, **dict(spec.backbone_params))
+        per_token, encode, layers = backbone.relative_cost(), backbone.forward_share(), backbone.layers()
     except CounterbiasError:
-        per_token = 1.0
+        per_token, encode, layers = 1.0, ENCODE_SHARE, 6
     if spec.train.strategy == "cached-head":
-        share, dev_share = ENCODE_SHARE, ENCODE_SHARE
+        share, dev_share = encode, encode
     elif spec.train.strategy == "cached-top":
         from engine.models.top import top_cost
 
-        try:
-            layers = get_backbone(spec.backbone, **dict(spec.backbone_params)).layers()
-        except CounterbiasError:
-            layers = 6
-        share, dev_share = top_cost(layers, spec.train.tune_layers, spec.train.epochs, ENCODE_SHARE), ENCODE_SHARE
+        share, dev_share = top_cost(layers, spec.train.tune_layers, spec.train.epochs, encode), encode
     else:
-        share, dev_share = spec.train.epochs, spec.train.epochs * ENCODE_SHARE
+        share, dev_share = spec.train.epochs, spec.train.epochs * encode
     unit = max(per_token, 1e-6) * spec.train.max_length
     if rows is None:
         return unit * share

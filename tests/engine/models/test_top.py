@@ -131,7 +131,9 @@ def test_top_preset_cost_and_identity() -> None:
     # the encode below layer 6 (5/6 of a forward pass) + 2 epochs of one layer in six, against 2 full epochs
     assert tuned / full == pytest.approx((0.15 * 5 / 6 + 2 / 6) / 2)
     mpnet = member_cost(MemberSpec("c", "mpnet-base", train=train_preset("top-cpu")))
-    assert mpnet / member_cost(MemberSpec("d", "mpnet-base", train=train_preset("fast-cpu"))) < tuned / full
+    # MPNet's encode pass costs a larger share of its epoch (measured on the demo)
+    assert mpnet / member_cost(MemberSpec("d", "mpnet-base", train=train_preset("fast-cpu"))) == pytest.approx(
+        (0.43 * 11 / 12 + 2 / 12) / 2)
     assert "tune_layers" not in TrainConfig().identity()          # earlier members keep their hash
     assert train_preset("top-cpu").identity()["strategy"] == "cached-top"
 
