@@ -21,10 +21,17 @@ continues where the last one stopped):
    CAD dev originals, CAD dev revisions and the contrast-set dev. ``--passing`` uses only the candidates the accept rule passes (their human
    revisions alike). Also the diversity of the generated vs the human edits of those originals.
 
+3. **CORE** (``--method core``, after step 1) — CORE's retrieve-then-edit with the same LLM on the
+   originals CoBA made a candidate for (a corpus of the sentences of ``--corpus-docs`` IMDb train
+   reviews that are no CAD original, labelled by the fine-tuned MiniLM-L6 member, a flat index),
+   judged by the same members; evaluated as D_ori, + CORE, + CoBA of the same originals, + the human
+   revisions of the same originals and the size control.
+
 Run::
 
     nice -n 10 python benchmarks/cad_generated.py --originals 300            # generate (hours on 2 cores)
     nice -n 10 python benchmarks/cad_generated.py --originals 300 --evaluate --classifier tfidf-lr
+    nice -n 10 python benchmarks/cad_generated.py --originals 300 --method core --evaluate   # CORE beside CoBA
 
 A time budget (``--minutes``) stops generation between chunks; what is made is kept.
 """
@@ -104,8 +111,14 @@ def generate(args: argparse.Namespace) -> tuple[Path, Path]:
         words = sum(len(originals[i]["text"].split()) for i in ids) / max(len(ids), 1)
         print(f"{len(ids)} CAD train originals ({'seeded sample' if args.sample else 'shortest'}), "
               f"{words:.0f} words on average", file=sys.stderr)
-        config = LLMConfig(backend="local", model=args.model, concurrency=1,
-                           params={"temperature": 0.0, "seed": 0}, options={"n_threads": args.threads} if args.threads else {})
+        if args.base_url:  # a server already running (vLLM, llama.cpp): the same requests, sent over HTTP
+            config = LLMConfig(backend="openai", model=args.model, base_url=args.base_url, concurrency=1,
+                               params={"temperature": 0.0, "seed": 0})
+        else:
+            config = LLMConfig(backend="local", model=args.model, concurrency=1, params={"temperature": 0.0, "seed": 0},
+                               options={"n_threads": args.threads} if args.threads else {})
+        if args.method == "core":
+            return _generate_core(args, project, dataset, ids, originals, members, config, revision_of)
         settings = GenerateSettings()
         vote_settings = VoteSettings()
         # the app's explainers: a member trained only on its top layer judges but does not explain
@@ -150,6 +163,79 @@ def generate(args: argparse.Namespace) -> tuple[Path, Path]:
     return gen_csv, human_csv
 
 
+#: The corpus CORE retrieves from: sentences of IMDb train reviews that are no CAD original (train or dev), so no
+#: test text is retrieved; labelled by the fine-tuned MiniLM-L6 member.
+CORE_CORPUS, CORE_LABELLER = "imdb-extra", "bench-minilm-l6"
+
+
+def _generate_core(args: argparse.Namespace, project, dataset, ids: list[int], originals: dict, members: list[str],
+                   config, revision_of: dict) -> tuple[Path, Path]:
+    """CORE's retrieve-then-edit (the app's defaults: per-sentence retrieval, k = 5) on the originals CoBA made a
+    candidate for, judged by the same members; writes ``core/generated.csv`` (CORE), ``core/coba_same.csv``
+    (CoBA's candidates of the same originals) and ``core/human_same.csv``."""
+    from cad_downstream import _imdb_extra
+
+    from engine.counterbias import GenerateSettings, candidate_rows
+    from engine.counterbias.core import RetrievalSettings, core_edit
+    from engine.retrieval.corpus import import_corpus, label_corpus, list_corpora
+    from engine.retrieval.encoders import make_encoder
+    from engine.retrieval.index import build_index
+
+    log = lambda f, m="": print(f"\r[{f:6.1%}] {m[:100]:100}", end="", file=sys.stderr)  # noqa: E731
+    if CORE_CORPUS not in {c.name for c in list_corpora(project)}:
+        t0 = time.perf_counter()
+        with tempfile.TemporaryDirectory() as tmp:
+            import_corpus(project, CORE_CORPUS, _imdb_extra(Path(tmp)), text_column="text",
+                          limit_docs=args.corpus_docs, progress=log)
+        label_corpus(project, CORE_CORPUS, CORE_LABELLER, progress=log)
+        build_index(project, CORE_CORPUS, make_encoder("minilm-l6"), kind="flat", progress=log)
+        print(f"\ncorpus imported, labelled and indexed in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+    coba_key = GenerateSettings().key()
+    coba = {}
+    for r in candidate_rows(project, example_ids=ids):
+        if r["status"] != "failed" and r["method"] != "core" and r["meta"].get("settings_key") == coba_key:
+            coba.setdefault(int(r["example_id"]), r)
+    todo_all = [i for i in ids if i in coba]
+    retrieval = RetrievalSettings(corpus=CORE_CORPUS, model=CORE_LABELLER, k=5, kind="flat")
+    deadline = time.monotonic() + 60 * args.minutes if args.minutes else None
+    for start in range(0, len(todo_all), args.chunk):
+        if deadline is not None and time.monotonic() > deadline:
+            print(f"time budget spent after {start} originals; rerun to continue", file=sys.stderr)
+            break
+        chunk = todo_all[start:start + args.chunk]
+        t0 = time.perf_counter()
+        result = core_edit(project, dataset.id, chunk, config, retrieval, judge=members)
+        summary = result.summary()
+        print(f"CORE {start + len(chunk)}/{len(todo_all)}: {summary['created']} made, {summary['failed']} failed, "
+              f"{summary['skipped']} already made, {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+    core = {}
+    for r in candidate_rows(project, example_ids=todo_all):
+        if r["status"] != "failed" and r["method"] == "core":
+            core.setdefault(int(r["example_id"]), r)
+    if args.passing:
+        core = {k: r for k, r in core.items() if r["scores"].get("passes")}
+    out = args.gen_project.parent / "core"
+    out.mkdir(exist_ok=True)
+    files = {name: out / f"{name}.csv" for name in ("generated", "coba_same", "human_same")}
+    writers = {}
+    handles = [open(path, "w", encoding="utf-8", newline="") for path in files.values()]
+    try:
+        for name, handle in zip(files, handles, strict=True):
+            writers[name] = csv.writer(handle)
+            writers[name].writerow(["text", "label"])
+        for k in sorted(core):
+            human = revision_of[_norm(originals[k]["text"])]
+            writers["generated"].writerow([core[k]["text"], core[k]["target_label"]])
+            writers["coba_same"].writerow([coba[k]["text"], coba[k]["target_label"]])
+            writers["human_same"].writerow([human["Text"], human["Sentiment"]])
+    finally:
+        for handle in handles:
+            handle.close()
+    print(f"{len(core)} of {len(todo_all)} originals with a CoBA candidate have a"
+          f"{' passing' if args.passing else ''} CORE candidate: {out}", file=sys.stderr)
+    return files["generated"], files["human_same"]
+
+
 def evaluate(args: argparse.Namespace, gen_csv: Path, human_csv: Path) -> None:
     """Step 2: the downstream conditions in the cad_downstream project."""
     from cad_downstream import add_imdb_extra, evaluate_and_print, open_project
@@ -160,18 +246,25 @@ def evaluate(args: argparse.Namespace, gen_csv: Path, human_csv: Path) -> None:
 
     with open(gen_csv, encoding="utf-8", newline="") as f:
         n = sum(1 for _ in csv.DictReader(f))
-    tag = f"{n}{'-passing' if args.passing else ''}"
+    core = args.method == "core"
+    tag = f"{'core-' if core else ''}{n}{'-passing' if args.passing else ''}"
+    coba_csv = gen_csv.parent / "coba_same.csv"  # CORE's run: CoBA's candidates of the same originals
+    sources = [(f"generated-{tag}", gen_csv), (f"human-same-{tag}", human_csv)]
+    if core and coba_csv.exists():
+        sources.append((f"coba-same-{tag}", coba_csv))
     with open_project(args.project, imdb=False) as project:
         size_control = add_imdb_extra(project)  # as many more originals: does any extra text help as much?
         names = {d.name for d in project.datasets()}
-        for name, src in ((f"generated-{tag}", gen_csv), (f"human-same-{tag}", human_csv)):
+        for name, src in sources:
             if name not in names:
                 # a partial run may hold edits toward one label only
                 import_file(project, src, options=ImportOptions(name=name, split="train",
                                                                 labels=("Negative", "Positive")))
         conditions = [
             parse_condition("D_ori=cad-orig-train"),
-            parse_condition(f"+{n} generated=cad-orig-train+generated-{tag}"),
+            parse_condition(f"+{n} {'CORE' if core else 'generated'}=cad-orig-train+generated-{tag}"),
+            *([parse_condition(f"+{n} CoBA (same originals)=cad-orig-train+coba-same-{tag}")]
+              if len(sources) > 2 else []),
             parse_condition(f"+{n} human revisions (same originals)=cad-orig-train+human-same-{tag}"),
             *([parse_condition(f"+{n} IMDb originals (size control)=cad-orig-train+imdb-extra@{n}")]
               if size_control else []),
@@ -184,7 +277,11 @@ def evaluate(args: argparse.Namespace, gen_csv: Path, human_csv: Path) -> None:
         human = [r["text"] for r in csv.DictReader(f)]
     parent_of = {_norm(r["Text"]): o for o, r in revision_of.items()}
     parents = [parent_of.get(_norm(h), "") for h in human]
-    for label, edits in (("generated", generated), ("human revisions", human)):
+    groups = [("CORE" if core else "generated", generated), ("human revisions", human)]
+    if len(sources) > 2:
+        with open(coba_csv, encoding="utf-8", newline="") as f:
+            groups.insert(1, ("CoBA (same originals)", [r["text"] for r in csv.DictReader(f)]))
+    for label, edits in groups:
         report = pair_diversity(edits, parents)
         print(f"{label} vs their originals ({len(edits)}): "
               + ", ".join(f"{k} {v:.3f}" if isinstance(v, float) else f"{k} {v}" for k, v in report.as_dict().items()))
@@ -204,6 +301,9 @@ def main() -> None:
     parser.add_argument("--preset", default=None,
                         help="training preset of the members (default: the app's for this machine, as coba_quality.py)")
     parser.add_argument("--model", default="qwen2.5-coder-1.5b")
+    parser.add_argument("--base-url", default=None,
+                        help="an OpenAI-compatible server to send the requests to instead of starting the bundled "
+                             "model (e.g. http://127.0.0.1:8000/v1)")
     parser.add_argument("--threads", type=int, default=None,
                         help="LLM CPU threads (default: the product's, which follow the machine's load)")
     parser.add_argument("--chunk", type=int, default=25, help="originals per generation call")
@@ -215,9 +315,15 @@ def main() -> None:
                         help="skip generation: evaluate generated.csv and human_same.csv of this folder (e.g. on a "
                              "GPU machine without the LLM)")
     parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--method", choices=("coba", "core"), default="coba",
+                        help="core: CORE's retrieve-then-edit on the originals CoBA made a candidate for (after the "
+                             "CoBA run), evaluated beside CoBA's candidates of the same originals")
+    parser.add_argument("--corpus-docs", type=int, default=3000,
+                        help="CORE's corpus: the sentences of this many IMDb train reviews that are no CAD original")
     args = parser.parse_args()
     if args.from_csv is not None:
-        gen_csv, human_csv = args.from_csv / "generated.csv", args.from_csv / "human_same.csv"
+        folder = args.from_csv / "core" if args.method == "core" and (args.from_csv / "core").is_dir() else args.from_csv
+        gen_csv, human_csv = folder / "generated.csv", folder / "human_same.csv"
     else:
         gen_csv, human_csv = generate(args)
     if args.evaluate or args.from_csv is not None:
