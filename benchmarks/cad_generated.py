@@ -65,6 +65,16 @@ def _revisions() -> dict[str, dict[str, str]]:
     return {_norm(rows[k]["Text"]): rows[k + 1] for k in range(0, len(rows) - 1, 2)}
 
 
+def _chunks(ids: list[int], size: int, minutes: float):
+    """``(start, ids[start:start + size])`` until the time budget (``minutes``; 0: none) is spent."""
+    deadline = time.monotonic() + 60 * minutes if minutes else None
+    for start in range(0, len(ids), size):
+        if deadline is not None and time.monotonic() > deadline:
+            print(f"time budget spent after {start} originals; rerun to continue", file=sys.stderr)
+            return
+        yield start, ids[start:start + size]
+
+
 def generate(args: argparse.Namespace) -> tuple[Path, Path]:
     """Step 1; returns the CSVs of generated candidates and of the same originals' human revisions."""
     from engine.attribution import VoteSettings, find_principal_words
@@ -123,12 +133,7 @@ def generate(args: argparse.Namespace) -> tuple[Path, Path]:
         vote_settings = VoteSettings()
         # the app's explainers: a member trained only on its top layer judges but does not explain
         explainers = [m.name for m in default_explainers([get_model(project, n) for n in members])]
-        deadline = time.monotonic() + 60 * args.minutes if args.minutes else None
-        for start in range(0, len(ids), args.chunk):
-            if deadline is not None and time.monotonic() > deadline:
-                print(f"time budget spent after {start} originals; rerun to continue", file=sys.stderr)
-                break
-            chunk = ids[start:start + args.chunk]
+        for start, chunk in _chunks(ids, args.chunk, args.minutes):
             made = {int(r["example_id"]) for r in candidate_rows(project, example_ids=chunk)
                     if r["status"] != "failed" and r["meta"].get("settings_key") == settings.key()}
             todo = [i for i in chunk if i not in made]
@@ -197,12 +202,7 @@ def _generate_core(args: argparse.Namespace, project, dataset, ids: list[int], o
             coba.setdefault(int(r["example_id"]), r)
     todo_all = [i for i in ids if i in coba]
     retrieval = RetrievalSettings(corpus=CORE_CORPUS, model=CORE_LABELLER, k=5, kind="flat")
-    deadline = time.monotonic() + 60 * args.minutes if args.minutes else None
-    for start in range(0, len(todo_all), args.chunk):
-        if deadline is not None and time.monotonic() > deadline:
-            print(f"time budget spent after {start} originals; rerun to continue", file=sys.stderr)
-            break
-        chunk = todo_all[start:start + args.chunk]
+    for start, chunk in _chunks(todo_all, args.chunk, args.minutes):
         t0 = time.perf_counter()
         result = core_edit(project, dataset.id, chunk, config, retrieval, judge=members)
         summary = result.summary()
