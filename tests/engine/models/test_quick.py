@@ -120,7 +120,8 @@ def test_quick_preset_costs_an_encode_pass_and_top_cpu_is_the_cpu_default() -> N
 
     full = member_cost(MemberSpec("a", "mpnet-base", train=train_preset("fast-cpu")))
     quick = member_cost(MemberSpec("b", "mpnet-base", train=train_preset("quick-cpu")))
-    assert quick / full == pytest.approx(0.15 / 2)  # one forward-only pass against 2 fine-tuning epochs
+    # one forward-only pass against 2 fine-tuning epochs (MPNet's forward pass: 0.43 of its epoch, measured)
+    assert quick / full == pytest.approx(0.43 / 2)
     # members trained before the strategy field existed keep their identity
     assert "strategy" not in TrainConfig().identity()
     assert train_preset("quick-cpu").identity()["strategy"] == "cached-head"
