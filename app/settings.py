@@ -37,6 +37,7 @@ DEFAULTS: dict[str, Any] = {
     "llm_edit_fresh": True,
     "llm_edit_opinion": True,
     "llm_edit_swap": True,
+    "llm_edit_remove": True,
     "llm_edit_triples": False,
     "llm_sentence_reader": "llm",
     "llm_mode": "edit",

@@ -59,6 +59,7 @@ DEFAULT_VALUES: dict[str, Any] = {
     "edit_fresh": True,
     "edit_opinion": True,
     "edit_swap": True,
+    "edit_remove": True,
     "edit_triples": False,
     "sentence_reader": "llm",
 }
@@ -174,6 +175,12 @@ class LLMDialog(QDialog):
                                   "label after every edit gets one more try; the LLM gives the opposite of each "
                                   "marked phrase, which replaces it in the sentence as written (every other word "
                                   "stays), kept only when the sentence then reads more as the target")
+        self.edit_remove = QCheckBox("Remove a sentence still read as original after every try")
+        self.edit_remove.setToolTip("Edit mode: a sentence read as the original label that has no usable edit after "
+                                    "every try (\"Very recommendable.\" sent back unchanged) is removed, as human "
+                                    "editors often do, when it holds no word to keep, another sentence was edited "
+                                    "and at most a third of the sentences go; off, it stays and the residual check "
+                                    "counts it")
         self.edit_triples = QCheckBox("Also edit sentences holding a principal triple (one more LLM request per "
                                       "sentence)")
         self.edit_triples.setToolTip("Edit mode: extract the fact triples of every sentence first (as the "
@@ -201,6 +208,7 @@ class LLMDialog(QDialog):
         gen_form.addRow("", self.edit_fresh)
         gen_form.addRow("", self.edit_opinion)
         gen_form.addRow("", self.edit_swap)
+        gen_form.addRow("", self.edit_remove)
         gen_form.addRow("", self.edit_triples)
 
         self.test_button = QPushButton("Test connection")
@@ -262,6 +270,7 @@ class LLMDialog(QDialog):
         self.edit_fresh.setChecked(bool(values.get("edit_fresh", DEFAULT_VALUES["edit_fresh"])))
         self.edit_opinion.setChecked(bool(values.get("edit_opinion", DEFAULT_VALUES["edit_opinion"])))
         self.edit_swap.setChecked(bool(values.get("edit_swap", DEFAULT_VALUES["edit_swap"])))
+        self.edit_remove.setChecked(bool(values.get("edit_remove", DEFAULT_VALUES["edit_remove"])))
         self.edit_triples.setChecked(bool(values.get("edit_triples", DEFAULT_VALUES["edit_triples"])))
         self.mode.setCurrentIndex(max(self.mode.findData(str(values.get("mode") or "edit")), 0))
         self.sentence_reader.setCurrentIndex(max(self.sentence_reader.findData(
@@ -288,6 +297,7 @@ class LLMDialog(QDialog):
             "edit_fresh": self.edit_fresh.isChecked(),
             "edit_opinion": self.edit_opinion.isChecked(),
             "edit_swap": self.edit_swap.isChecked(),
+            "edit_remove": self.edit_remove.isChecked(),
             "edit_triples": self.edit_triples.isChecked(),
             "sentence_reader": self.sentence_reader.currentData(),
         }
@@ -378,7 +388,7 @@ class LLMDialog(QDialog):
         for widget in (self.shuffle, self.drop_prob):
             widget.setEnabled(reconstruct)
         for widget in (self.sentence_reader, self.edit_polar, self.edit_moved, self.edit_fresh, self.edit_opinion,
-                       self.edit_triples):
+                       self.edit_remove, self.edit_triples):
             widget.setEnabled(not reconstruct)
         self.edit_swap.setEnabled(not reconstruct and self.edit_opinion.isChecked())  # swaps the marked phrases
 
@@ -446,6 +456,7 @@ def settings_from_values(values: Mapping[str, Any]) -> GenerateSettings:
         edit_fresh=bool(values["edit_fresh"]),
         edit_opinion=bool(values.get("edit_opinion", True)),
         edit_swap=bool(values.get("edit_swap", True)),
+        edit_remove=bool(values.get("edit_remove", True)),
         edit_triples=bool(values.get("edit_triples", False)),
         sentence_reader=str(values["sentence_reader"] or "llm"),
     )

@@ -203,7 +203,7 @@ def candidate_html(candidate: dict[str, Any]) -> str:
     repairs = meta.get("repairs") or {}
     if repairs:
         named = {"edit": "sentence repaired", "fresh": "sentence tried afresh", "flip": "half flip repaired",
-                 "strong": "stronger prompt", "swap": "opinion phrases swapped", "rewrite": "rewrite repaired",
+                 "strong": "stronger prompt", "swap": "opinion phrases swapped", "remove": "sentence removed", "rewrite": "rewrite repaired",
                  "reconstruct": "reconstruction repaired"}
         parts.append("<p><b>Repairs</b>: " + esc(", ".join(f"{named.get(k, k)} ×{n}" for k, n in repairs.items()))
                      + "</p>")
@@ -223,6 +223,9 @@ def candidate_html(candidate: dict[str, Any]) -> str:
             if new:  # used; problems are what its repair fixed ("unmoved": still read as the original label)
                 shown = f" → {esc(new)}" + (f" <span style='color:#777'>(after: {esc(problems)})</span>"
                                             if problems else "")
+            elif e.get("removed"):
+                shown = (" (removed: it still read as the original label after every try, and held no word to "
+                         "keep)")
             elif "unmoved, dropped" in (e.get("problems") or []):
                 shown = " (edit dropped: it still read as the original label after every try)"
             else:

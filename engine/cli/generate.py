@@ -64,6 +64,10 @@ def _add_generate(sub: argparse._SubParsersAction) -> None:
                    help="edit mode: do not ask for the opposite of each marked opinion phrase of a sentence that "
                    "still reads as the original label after every edit (by default the phrases are replaced in the "
                    "sentence as written, and kept when the result reads more as the target)")
+    p.add_argument("--keep-stubborn", action="store_true",
+                   help="edit mode: keep a sentence read as the original label that has no usable edit after every "
+                   "try (by default it is removed when it holds no word to keep, another sentence was edited and at "
+                   "most a third of the sentences go)")
     p.add_argument("--edit-triples", action="store_true",
                    help="edit mode: also extract every sentence's fact triples (one LLM request per sentence) and edit "
                    "the sentences holding a principal triple (by default sentences are chosen by their principal words)")
@@ -85,6 +89,7 @@ def _run_generate(args: argparse.Namespace, progress: StderrProgress, cancel: Ca
         swap_gender=not args.no_gender_swap, mode=args.mode, repair_flip=not args.no_flip_repair,
         edit_polar=args.edit_polar, edit_moved=args.edit_moved, edit_fresh=not args.no_edit_fresh,
         edit_opinion=not args.no_opinion_words, edit_swap=not args.no_phrase_swap,
+        edit_remove=not args.keep_stubborn,
         edit_triples=args.edit_triples, sentence_reader=args.sentence_reader,
         fields=tuple(csv_list(args.fields)) if args.fields else None,
     )

@@ -63,6 +63,9 @@ class SentenceEdit:
     released: list[str] = field(default_factory=list)
     #: ``{marked phrase: its replacement}`` when the edit is a phrase swap (:mod:`engine.counterbias.phrase_swap`).
     swapped: dict[str, str] = field(default_factory=dict)
+    #: The sentence is removed from the candidate (``new == ""``): it still read as the original label after every try
+    #: and held no word to keep (``GenerateSettings.edit_remove``).
+    removed: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {"index": self.index, "original": self.original, "sentence": self.sentence, "change": self.change,
@@ -71,7 +74,8 @@ class SentenceEdit:
                 "failure": self.failure,
                 **({"opinion": self.opinion} if self.opinion is not None else {}),
                 **({"released": self.released} if self.released else {}),
-                **({"swapped": self.swapped} if self.swapped else {})}
+                **({"swapped": self.swapped} if self.swapped else {}),
+                **({"removed": True} if self.removed else {})}
 
 
 @dataclass(frozen=True)
@@ -346,17 +350,28 @@ def assemble(base: str, spans: Sequence[tuple[int, int]], replacements: Mapping[
              other: Callable[[str], str] = lambda s: s) -> str:
     """``base`` with sentence ``i`` (at ``spans[i]``) replaced by ``replacements[i]``; others through ``other``.
 
-    Text between and around sentences is kept byte for byte.
+    Text between and around sentences is kept byte for byte, except that a sentence replaced by ``""`` (removed)
+    takes the white space after it along (the white space before it, when it is the last sentence).
 
     Examples
     --------
     >>> assemble("Good cast.  Bad plot!", [(0, 10), (12, 21)], {1: "Fine plot!"})
     'Good cast.  Fine plot!'
+    >>> spans = [(0, 10), (11, 20), (21, 25)]
+    >>> assemble("Good cast. Must see! Dull", spans, {1: ""}), assemble("Good cast. Must see! Dull", spans, {2: ""})
+    ('Good cast. Dull', 'Good cast. Must see!')
     """
     out, last = [], 0
     for i, (start, end) in enumerate(spans):
         out.append(base[last:start])
-        out.append(replacements[i] if i in replacements else other(base[start:end]))
+        new = replacements[i] if i in replacements else other(base[start:end])
         last = end
+        if i in replacements and not new:
+            after = spans[i + 1][0] if i + 1 < len(spans) else len(base)
+            if not base[end:after].strip():
+                last = after
+                if i + 1 == len(spans) and not out[-1].strip():
+                    out[-1] = ""
+        out.append(new)
     out.append(base[last:])
     return "".join(out)

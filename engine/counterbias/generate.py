@@ -33,7 +33,8 @@ holding a principal triple):
    unmoved after that gets a phrase swap (``edit_swap``, :mod:`~.phrase_swap`): the LLM gives the opposite of
    each marked phrase, the phrases are replaced in the sentence as written, and the result is kept when it passes
    the checks and reads more as the target. An edit still unmoved after all of that is dropped (a synonym swap
-   only makes the candidate less minimal): the sentence stays as written. Gendered words are swapped
+   only makes the candidate less minimal): the sentence stays as written — or, when the reader read it as the
+   original label and it holds no word to keep, it is removed (``edit_remove``). Gendered words are swapped
    afterwards, in the edited and the untouched sentences alike (the LLM never sees the swapped
    text: a small model wrote the original words back);
 3. the candidate is the original with just those sentences replaced (every other byte kept);
@@ -114,7 +115,7 @@ from engine.counterbias.manipulate import (
 )
 from engine.counterbias.opinion_words import OpinionFinder
 from engine.counterbias.phrase_swap import PhraseSwapper, swap_phrases
-from engine.counterbias.sentence_reading import create_reader, residual_sentences
+from engine.counterbias.sentence_reading import MIN_WORDS_MEMBERS, create_reader, residual_sentences
 from engine.counterbias.settings import GenerateSettings, GenerationConfigError, targets_for
 from engine.counterbias.triple_store import current_rows, load_triples
 from engine.counterbias.triples import extract_triples
@@ -686,10 +687,13 @@ def _sentences_as_written(text: str) -> tuple[str, list[tuple[int, int]], list[s
 
 
 def _polar_sentences(polar_fn: Any, raw: Sequence[str], label: str, min_polar: float) -> list[int]:
-    """The sentences (of three words or more) the reader reads alone as ``label`` with at least ``min_polar``."""
+    """The sentences the reader reads alone as ``label`` with at least ``min_polar`` (of the reader's ``min_words``
+    or more: any length for the LLM, three words for the members)."""
     if polar_fn is None or min_polar <= 0 or not raw:
         return []
-    return [i for i, p in enumerate(polar_fn(list(raw), label)) if p >= min_polar and len(raw[i].split()) >= 3]
+    shortest = getattr(polar_fn, "min_words", MIN_WORDS_MEMBERS)
+    return [i for i, p in enumerate(polar_fn(list(raw), label))
+            if p >= min_polar and len(raw[i].split()) >= shortest]
 
 
 def _plan_edits(slot: Slot, plan: FieldPlan, mapping: dict[str, str], polar_fn: Any = None,
@@ -1026,6 +1030,36 @@ def _drop_unmoved(jobs: Sequence[tuple[Slot, FieldPlan, SentenceEdit, ChatReques
                             f"{slot.example['label']} (sentence reader), so the sentence stays as it was.")
 
 
+#: At most this share of a text's sentences is removed (``GenerateSettings.edit_remove``); a text with more stubborn
+#: sentences keeps them all, and the residual check judges it.
+REMOVE_SHARE = 1 / 3
+
+
+def _remove_stubborn(slots: Sequence[Slot], layout: Mapping[int, Any]) -> None:
+    """Remove the sentences the reader read as the original label that still have no usable edit after every try
+    (``GenerateSettings.edit_remove``): the LLM sent "Very recommendable." back unchanged, or "This picture is a real
+    can't-miss!" — left in, such a sentence keeps a review half flipped. A sentence goes only when it holds no word
+    to keep (its spurious, gendered and fact words), another sentence of the text has an edit, and at most
+    :data:`REMOVE_SHARE` of the text's sentences go."""
+    for slot in slots:
+        if slot.error is not None:
+            continue
+        for plan in slot.fields:
+            if plan.field != "text" or id(plan) not in layout:
+                continue
+            polar = set(plan.polar)
+            spurious = [w for w in plan.spurious if w.strip()]
+            stuck = [e for e in plan.edits if e.index in polar and e.new is None and not e.keep
+                     and not any(has_word(e.sentence, w) for w in spurious if w not in e.released)]
+            total = len(layout[id(plan)][1])
+            if not stuck or not any(e.new for e in plan.edits) or len(stuck) > total * REMOVE_SHARE:
+                continue
+            for edit in stuck:
+                edit.new, edit.removed, edit.failure = "", True, None
+                edit.problems.append("removed")
+            slot.repaired("remove", len(stuck))
+
+
 def _fail_unedited(slot: Slot) -> None:
     """Fail a slot none of whose sentences could be edited, with the first sentence's reason."""
     if slot.error is not None:
@@ -1120,6 +1154,8 @@ def _edit_chunk(client: CachedClient, slots: list[Slot], dataset: DatasetInfo, s
     if swapper is not None and polar_fn is not None:
         still = _phrase_swaps(swapper, jobs, dataset.labels, polar_fn, mapping, guard, still)
     _drop_unmoved(jobs, still)
+    if settings.edit_remove:
+        _remove_stubborn(slots, layout)
     for slot in {id(j[0]): j[0] for j in jobs}.values():
         _fail_unedited(slot)
 

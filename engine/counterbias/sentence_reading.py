@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from engine.progress import CancelToken
     from engine.store.project import Project
 
-__all__ = ["LLMAsker", "LLMReader", "SENTENCE_READERS", "UnknownReaderError", "create_reader", "members_polar", "none_word",
+__all__ = ["LLMAsker", "LLMReader", "MIN_WORDS_MEMBERS", "SENTENCE_READERS", "UnknownReaderError", "create_reader", "members_polar", "none_word",
            "residual_sentences"]
 
 
@@ -98,6 +98,9 @@ class LLMReader(LLMAsker):
 
     checks_residual = True
     prompt_name = "read_sentence"
+    #: Sentences this short are read too: the LLM reads "Very recommendable." or "Avoid." as well as a long one (the
+    #: members, trained on whole texts, do not; see :data:`MIN_WORDS_MEMBERS`).
+    min_words = 1
 
     def __init__(self, client: CachedClient, labels: Sequence[str], task: str, cancel: CancelToken | None = None):
         super().__init__(client, labels, task, cancel)
@@ -175,6 +178,10 @@ def residual_sentences(reader: LLMReader, items: Sequence[tuple[str, str]]) -> l
 def _llm(project: Project, client: CachedClient, members: Sequence[str], labels: Sequence[str], task: str,
          cancel: CancelToken) -> LLMReader:
     return LLMReader(client, labels, task, cancel)
+
+
+#: The shortest sentence (in words) the members' reading chooses for an edit: they misread short ones.
+MIN_WORDS_MEMBERS = 3
 
 
 def members_polar(project: Project, members: Sequence[str], token: CancelToken) -> Any:

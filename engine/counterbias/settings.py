@@ -58,9 +58,9 @@ class GenerateSettings:
     task
         A short task description for the prompts (default: guessed from the labels).
     edit_polar
-        Edit mode: also edit every sentence (of three words or more) that the ensemble, reading it
-        alone, gives the original label with at least this mean probability, even when it holds no
-        principal word (``0``: off). Human editors change every sentence that carries the label;
+        Edit mode: also edit every sentence that the sentence reader, reading it alone, gives the
+        original label with at least this score, even when it holds no principal word (``0``: off; any
+        length with the LLM reader, three words or more with the members, who misread short ones). Human editors change every sentence that carries the label;
         a review whose other opinionated sentences stay as they were keeps its label. Needs the
         judge members.
     edit_moved
@@ -89,6 +89,13 @@ class GenerateSettings:
         (:mod:`engine.counterbias.phrase_swap`): the LLM gives the opposite of each marked phrase, the phrases are
         replaced in the sentence as written, and the result is kept when it passes the checks and reads more as
         the target. ``False`` saves those requests.
+    edit_remove
+        Edit mode: a sentence the sentence reader read as the original label that still has no usable edit
+        reading otherwise after every try ("Very recommendable.", "This picture is a real can't-miss!!!" — a small
+        model sends them back unchanged or as synonyms) is removed from the candidate, as human editors often do,
+        when it holds no word to keep (spurious, gendered, names and facts), another sentence of the text was
+        edited, and at most a third of the text's sentences go. Recorded in the edit (``removed``). ``False``: such
+        a sentence stays as written, and the residual check counts it.
     edit_triples
         Edit mode: also extract the LLM's fact triples of every sentence (one request per sentence,
         as CoBA's reconstruction needs) and edit the sentences holding a principal triple besides
@@ -119,6 +126,7 @@ class GenerateSettings:
     edit_fresh: bool = True
     edit_opinion: bool = True
     edit_swap: bool = True
+    edit_remove: bool = True
     edit_triples: bool = False
     sentence_reader: str = "llm"
 

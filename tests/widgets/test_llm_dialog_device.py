@@ -20,7 +20,7 @@ def test_the_dialog_names_the_local_device_and_the_server_otherwise(qtbot):
     assert dialog.device.text().startswith("On the server") and dialog.concurrency.isEnabled()
 
 
-@pytest.mark.parametrize("name", ["edit_fresh", "edit_opinion", "edit_swap"])
+@pytest.mark.parametrize("name", ["edit_fresh", "edit_opinion", "edit_swap", "edit_remove"])
 def test_an_edit_switch_on_by_default_goes_from_the_dialog_to_the_generation_settings(qtbot, name):
     from widgets.llm_dialog import DEFAULT_VALUES, settings_from_values
 
@@ -54,7 +54,7 @@ def test_the_mode_enables_only_the_controls_it_reads_and_keeps_the_others_values
     dialog = LLMDialog({**DEFAULT_VALUES, "backend": "local", "model": "smollm2-135m", "drop_prob": 0.25})
     qtbot.addWidget(dialog)
     edit_only = (dialog.sentence_reader, dialog.edit_polar, dialog.edit_moved, dialog.edit_fresh, dialog.edit_opinion,
-                 dialog.edit_swap, dialog.edit_triples)
+                 dialog.edit_swap, dialog.edit_remove, dialog.edit_triples)
     assert dialog.mode.currentData() == "edit"
     assert not dialog.shuffle.isEnabled() and not dialog.drop_prob.isEnabled()
     assert all(widget.isEnabled() for widget in edit_only)

@@ -969,22 +969,88 @@ def test_an_edit_unmoved_after_every_try_is_dropped_and_its_sentence_stays_as_wr
     reader): after its repair and fresh try the edit is dropped and the sentence stays byte-identical, while the
     principal sentence's edit, which moved, makes the candidate; the residual check names the sentence left."""
     _dataset_with_vote(voted_project, tmp_path, review=RECOMMENDED)
-
-    def reply(body):
-        sentence = sentence_to_edit(body)
-        if sentence is None:
-            return scripted_reply(body)
-        if "recommend" in sentence:
-            return "I would recommend it to everyone."
-        return sentence.replace("great", "awful").replace("lovely", "dull")
-
-    result, rows = _run(voted_project, stub(reply=reply), swap_gender=False, repair_flip=False, edit_swap=False)
+    result, rows = _run(voted_project, stub(reply=_stubborn_reply), swap_gender=False, repair_flip=False,
+                        edit_swap=False, edit_remove=False)
     assert len(result.created) == 1, rows[0]["meta"].get("error")
     assert rows[0]["text"] == RECOMMENDED.replace(TARGET, "The plot is awful and the music is dull.")
     plan = rows[0]["meta"]["fields"][0]
     dropped = [e for e in plan["edits"] if e["index"] == 3][0]
     assert dropped["new"] is None and dropped["problems"] == ["unmoved", "unmoved, dropped"]
     assert plan["residual"] == ["I would recommend it to anyone."]
+
+
+def _stubborn_reply(body):
+    """Every edit of "I would recommend it to anyone." comes back as "… to everyone." (still Positive)."""
+    sentence = sentence_to_edit(body)
+    if sentence is None:
+        return scripted_reply(body)
+    if "recommend" in sentence:
+        return "I would recommend it to everyone."
+    return sentence.replace("great", "awful").replace("lovely", "dull")
+
+
+def test_a_sentence_unmoved_after_every_try_is_removed_by_default(voted_project, stub, tmp_path):
+    """``edit_remove`` (default): the stubborn "I would recommend it to anyone." holds no word to keep and another
+    sentence was edited, so it is removed with the space before it; the candidate has no sentence left for the
+    original label, every other byte is the original's, and the edit records the removal."""
+    from engine.counterbias import judge_candidates
+
+    _dataset_with_vote(voted_project, tmp_path, review=RECOMMENDED)
+    result, rows = _run(voted_project, stub(reply=_stubborn_reply), swap_gender=False, repair_flip=False,
+                        edit_swap=False)
+    assert len(result.created) == 1, rows[0]["meta"].get("error")
+    assert rows[0]["text"] == REVIEW.replace(TARGET, "The plot is awful and the music is dull.")
+    plan = rows[0]["meta"]["fields"][0]
+    removed = [e for e in plan["edits"] if e["index"] == 3][0]
+    assert removed["new"] == "" and removed["removed"] is True and removed["failure"] is None
+    assert removed["problems"][-2:] == ["unmoved, dropped", "removed"]
+    assert rows[0]["meta"]["repairs"]["remove"] == 1 and plan["residual"] == []
+    scores = judge_candidates(voted_project, result.created, [])[result.created[0]]
+    assert scores["verdicts"]["residual"]["status"] == "pass"
+
+
+def test_a_stubborn_sentence_holding_a_word_to_keep_stays(voted_project, stub, tmp_path):
+    """The same sentence holding a spurious word ("brother") is not removed: the spurious word must survive."""
+    review = REVIEW + " I would recommend it to my brother."
+    _dataset_with_vote(voted_project, tmp_path, review=review)
+
+    def reply(body):
+        sentence = sentence_to_edit(body)
+        if sentence is not None and "recommend" in sentence:
+            return "I would recommend it to my brother!"
+        return _stubborn_reply(body)
+
+    result, rows = _run(voted_project, stub(reply=reply), swap_gender=False, repair_flip=False, edit_swap=False)
+    assert len(result.created) == 1, rows[0]["meta"].get("error")
+    assert rows[0]["text"].endswith("I would recommend it to my brother.")
+    stayed = [e for e in rows[0]["meta"]["fields"][0]["edits"] if e["index"] == 3][0]
+    assert stayed["new"] is None and "removed" not in stayed and "remove" not in rows[0]["meta"]["repairs"]
+
+
+def test_a_stubborn_sentence_stays_when_nothing_else_was_edited(voted_project, stub, tmp_path):
+    """Removal never makes a candidate alone: when the only other edit is unusable too, nothing is removed."""
+    _dataset_with_vote(voted_project, tmp_path, review=RECOMMENDED)
+
+    def reply(body):
+        sentence = sentence_to_edit(body)
+        if sentence is not None and "plot" in sentence:
+            return sentence  # unchanged, every time: unusable
+        return _stubborn_reply(body)
+
+    _, rows = _run(voted_project, stub(reply=reply), swap_gender=False, repair_flip=False, edit_swap=False)
+    edits = rows[0]["meta"]["fields"][0]["edits"]
+    assert edits and all(not e.get("removed") and e["new"] != "" for e in edits)
+    assert "remove" not in rows[0]["meta"].get("repairs", {})
+
+
+def test_a_short_sentence_read_as_the_original_label_is_edited_with_the_llm_reader(voted_project, stub, tmp_path):
+    """The LLM reads two-word sentences ("So good!") as well as long ones: chosen for an edit (the members'
+    reading keeps its three-word minimum)."""
+    _dataset_with_vote(voted_project, tmp_path, review=REVIEW + " So good!")
+    result, rows = _run(voted_project, stub(reply=scripted_reply), swap_gender=False, repair_flip=False)
+    assert len(result.created) == 1, rows[0]["meta"].get("error")
+    assert 3 in rows[0]["meta"]["fields"][0]["polar"]
+    assert rows[0]["text"].endswith(" So bad!"), json.dumps(rows[0]["meta"]["fields"][0]["edits"])
 
 
 def test_a_principal_sentence_without_an_opinion_word_stays_as_written(voted_project, stub, tmp_path):
