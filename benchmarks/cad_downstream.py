@@ -49,17 +49,19 @@ def _imdb_extra(folder: Path) -> Path:
     return out
 
 
-def evaluate_and_print(project, conditions: list, classifier: str, seeds: int) -> None:
-    """Train and test ``conditions`` over ``seeds`` seeds (reusing stored results) and print the table."""
+def evaluate_and_print(project, conditions: list, classifier: str, seeds: int, preset: str | None = None) -> None:
+    """Train and test ``conditions`` over ``seeds`` seeds (reusing stored results) and print the table; ``preset``
+    is the training preset of a ``backbone:<name>`` classifier (default: the classifier's own)."""
     from engine.evaluation.classifiers import make_classifier
     from engine.evaluation.experiment import run_evaluation
     from engine.evaluation.table import format_table
 
-    result = run_evaluation(project, conditions, make_classifier(classifier), seeds=list(range(seeds)),
+    made = make_classifier(classifier, **({"preset": preset} if preset else {}))
+    result = run_evaluation(project, conditions, made, seeds=list(range(seeds)),
                             progress=lambda f, m="": print(f"  {f:5.1%} {m}", file=sys.stderr))
     print(format_table(result.table()))
     print(f"({result.computed} computed, {result.skipped} reused; accuracy %, mean ± 95% t-CI over {seeds} seeds; "
-          f"classifier {classifier})")
+          f"classifier {classifier}{f', preset {preset}' if preset else ''})")
 
 
 def add_imdb_extra(project) -> bool:
@@ -109,6 +111,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--project", type=Path, default=Path(tempfile.gettempdir()) / "cad_downstream.cbproj")
     parser.add_argument("--classifier", default="tfidf-lr")
+    parser.add_argument("--preset", default=None, help="training preset of a backbone:<name> classifier "
+                        "(e.g. sample-cpu, the CPU default; default: fast-cpu)")
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--no-diversity", action="store_true")
     args = parser.parse_args()
@@ -121,7 +125,7 @@ def main() -> None:
             parse_condition("+1707 IMDb originals=cad-orig-train+imdb-extra@1707"),
             parse_condition("+human revisions=cad-orig-train+cad-new-train"),
         ]
-        evaluate_and_print(project, conditions, args.classifier, args.seeds)
+        evaluate_and_print(project, conditions, args.classifier, args.seeds, args.preset)
     if not args.no_diversity:
         from engine.evaluation.diversity_report import pair_diversity
 

@@ -269,7 +269,7 @@ def evaluate(args: argparse.Namespace, gen_csv: Path, human_csv: Path) -> None:
             *([parse_condition(f"+{n} IMDb originals (size control)=cad-orig-train+imdb-extra@{n}")]
               if size_control else []),
         ]
-        evaluate_and_print(project, conditions, args.classifier, args.seeds)
+        evaluate_and_print(project, conditions, args.classifier, args.seeds, args.classifier_preset)
     revision_of = _revisions()
     with open(gen_csv, encoding="utf-8", newline="") as f:
         generated = [r["text"] for r in csv.DictReader(f)]
@@ -311,6 +311,8 @@ def main() -> None:
     parser.add_argument("--passing", action="store_true", help="only candidates the accept rule passes")
     parser.add_argument("--evaluate", action="store_true", help="also train and test the downstream conditions")
     parser.add_argument("--classifier", default="tfidf-lr")
+    parser.add_argument("--classifier-preset", default=None,
+                        help="training preset of a backbone:<name> classifier (e.g. sample-cpu; default: fast-cpu)")
     parser.add_argument("--from-csv", type=Path, default=None,
                         help="skip generation: evaluate generated.csv and human_same.csv of this folder (e.g. on a "
                              "GPU machine without the LLM)")

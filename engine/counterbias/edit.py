@@ -346,12 +346,18 @@ def check_sentence(new: str, sentence: str, keep: Sequence[str], *, guard: LeakG
     return None
 
 
+def _blank(gap: str) -> bool:
+    """Whether ``gap`` (text between two sentences) holds only white space and line-break tags."""
+    return not re.sub(r"<br\s*/?>", "", gap, flags=re.IGNORECASE).strip()
+
+
 def assemble(base: str, spans: Sequence[tuple[int, int]], replacements: Mapping[int, str],
              other: Callable[[str], str] = lambda s: s) -> str:
     """``base`` with sentence ``i`` (at ``spans[i]``) replaced by ``replacements[i]``; others through ``other``.
 
     Text between and around sentences is kept byte for byte, except that a sentence replaced by ``""`` (removed)
-    takes the white space after it along (the white space before it, when it is the last sentence).
+    takes the break after it along — white space and line-break tags (``<br />``) — or, when it is the last
+    sentence, the break before it.
 
     Examples
     --------
@@ -360,6 +366,8 @@ def assemble(base: str, spans: Sequence[tuple[int, int]], replacements: Mapping[
     >>> spans = [(0, 10), (11, 20), (21, 25)]
     >>> assemble("Good cast. Must see! Dull", spans, {1: ""}), assemble("Good cast. Must see! Dull", spans, {2: ""})
     ('Good cast. Dull', 'Good cast. Must see!')
+    >>> assemble("Dull.<br /><br />2/10", [(0, 5), (17, 21)], {1: ""})
+    'Dull.'
     """
     out, last = [], 0
     for i, (start, end) in enumerate(spans):
@@ -368,9 +376,9 @@ def assemble(base: str, spans: Sequence[tuple[int, int]], replacements: Mapping[
         last = end
         if i in replacements and not new:
             after = spans[i + 1][0] if i + 1 < len(spans) else len(base)
-            if not base[end:after].strip():
+            if _blank(base[end:after]):
                 last = after
-                if i + 1 == len(spans) and not out[-1].strip():
+                if i + 1 == len(spans) and _blank(out[-1]):
                     out[-1] = ""
         out.append(new)
     out.append(base[last:])
