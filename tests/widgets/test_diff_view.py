@@ -115,6 +115,17 @@ def test_an_edit_mode_sentence_shows_its_opinion_words_released_words_and_phrase
     assert "(edit dropped: it still read as the original label after every try)" in out and "&lt;b&gt;treat" in out
 
 
+def test_a_removed_sentence_says_so():
+    row = _cand(6, 13, "proposed", "He finds it awful.")
+    row["meta"]["repairs"] = {"edit": 1, "remove": 1}
+    row["meta"]["fields"][0]["edits"] = [
+        {"index": 1, "sentence": "Very recommendable.", "new": "", "removed": True,
+         "problems": ["unmoved", "unmoved, dropped", "removed"]}]
+    out = candidate_html(row)
+    assert "sentence 2: Very recommendable. (removed: it still read as the original label after every try" in out
+    assert "sentence removed ×1" in out and "edit dropped" not in out
+
+
 def test_the_shown_example_draws_the_datas_line_breaks_and_escapes_the_rest(qtbot):
     from widgets.review_panel import ReviewPanel
 
