@@ -139,6 +139,9 @@ def _add_verify(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-residual-share", type=float, default=None,
                    help="the residual check fails a candidate with more than this share of its sentences still read "
                    "as the original label (default: the engine's, 0.2; 0: any such sentence)")
+    p.add_argument("--max-untouched", type=int, default=None,
+                   help="the untouched check fails an edit-mode candidate with more than this many sentences left as "
+                   "written (default: off; 0: every sentence edited or removed — fewer, better candidates)")
     p.set_defaults(run=_run_verify)
 
 
@@ -161,7 +164,8 @@ def _run_verify(args: argparse.Namespace, progress: StderrProgress, cancel: Canc
     rule = CandidateFilter(require_flip=args.flip, min_member_prob=args.min_member_prob, checks=required,
                            **({"agreement": args.agreement} if args.agreement else {}),
                            **({"max_residual_share": args.max_residual_share}
-                              if args.max_residual_share is not None else {}))
+                              if args.max_residual_share is not None else {}),
+                           max_untouched=args.max_untouched)
     statuses = None if args.status == "all" else tuple(csv_list(args.status))
     with Project.open(args.project) as project:
         dataset = project.dataset(args.dataset)

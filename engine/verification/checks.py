@@ -50,7 +50,7 @@ class CandidateFilter(Protocol):
     agreement: str
 
 __all__ = ["AGREEMENTS", "CHECKS", "LABEL_CHECKS", "UnknownAgreementError", "UnknownCheckError", "Subject", "Verdict",
-           "agreement_shortfall", "label_judged", "run_checks"]
+           "agreement_shortfall", "label_judged", "run_checks", "untouched_sentences"]
 
 #: Which members' P(target) the ``member-agreement`` check reads: ``each`` (every member) or ``best``
 #: (the member with the highest dev accuracy; every member when an accuracy is not stored).
@@ -146,7 +146,7 @@ CHECKS: Registry[Check] = Registry(
         ("spurious-kept", "spurious_kept"), ("prompt-echo", "prompt_echo"), ("prompt-leak", "prompt_leak"),
         ("refusal", "refusal"), ("bare-label", "bare_label"), ("label-named", "label_named"), ("commentary", "commentary"), ("formatting", "formatting"),
         ("truncation", "truncation"), ("copy", "copy"), ("coined-word", "coined_word"), ("repetition", "repetition"), ("rating", "rating"), ("pattern", "pattern"),
-        ("llm-judge", "llm_judge"), ("residual", "residual"))},
+        ("llm-judge", "llm_judge"), ("residual", "residual"), ("untouched", "untouched"))},
 )
 
 #: Short human titles for the panel and reports.
@@ -158,6 +158,7 @@ TITLES = {
     "formatting": "No markdown/list formatting", "truncation": "Complete (not truncated)",
     "copy": "Not a copy of the original", "coined-word": "No made-up words", "repetition": "No clause said twice", "rating": "Rating fits the target", "pattern": "Symbolic pattern kept", "llm-judge": "LLM judge agrees",
     "residual": "Few sentences left for the original label",
+    "untouched": "Few sentences left as written",
 }
 
 
@@ -393,6 +394,45 @@ def residual(subject: Subject, criteria: CandidateFilter) -> Verdict:
     if not within:
         return Verdict(FAIL, f"{counted} (at most {allowed:.0%} may): {quoted}")
     return Verdict(PASS, f"{counted}, within the {allowed:.0%} allowed: {quoted}")
+
+
+def untouched_sentences(meta: Mapping[str, Any], original: str) -> tuple[int, int] | None:
+    """``(sentences left as written, sentences)`` of an edit-mode candidate's ``text`` field (an edit, or a removal,
+    touches its sentence); ``None`` for other candidates (reconstructed, guided, pairs).
+
+    Examples
+    --------
+    >>> meta = {"mode": "edit", "fields": [{"field": "text", "edits": [{"index": 0, "new": "Bad."},
+    ...                                                               {"index": 2, "new": None}]}]}
+    >>> untouched_sentences(meta, "Good. It is long. A joy.")
+    (2, 3)
+    """
+    from engine.text.sentences import split_sentences
+
+    if meta.get("mode") != "edit":
+        return None
+    plans = [f for f in meta.get("fields") or [] if isinstance(f, Mapping) and f.get("field") == "text"]
+    if not plans:
+        return None
+    total = len(split_sentences(original or ""))
+    touched = {int(e.get("index", -1)) for e in plans[0].get("edits") or [] if e.get("new") is not None}
+    return total - len(touched & set(range(total))), total
+
+
+def untouched(subject: Subject, criteria: CandidateFilter) -> Verdict:
+    """Fails an edit-mode candidate with more than ``criteria.max_untouched`` sentences left as written (neither
+    edited nor removed): off by default (``None``: skipped). The sentences the reader took for plot or fact are the
+    ones left, and on CAD most half-flipped candidates hid their leftover there (see
+    :class:`engine.counterbias.verify.CandidateFilter`)."""
+    allowed = getattr(criteria, "max_untouched", None)
+    if allowed is None:
+        return Verdict(SKIP, "off (verify --max-untouched N)")
+    counted = untouched_sentences(subject.meta, subject.original.get("text") or "")
+    if counted is None:
+        return Verdict(SKIP, "not an edit of a single text")
+    left, total = counted
+    said = f"{left} of {total} sentences left as written"
+    return Verdict(FAIL, f"{said} (at most {allowed} may)") if left > allowed else Verdict(PASS, said)
 
 
 #: Checks that read the label the text expresses (a model or an LLM judge); the rest read its form.

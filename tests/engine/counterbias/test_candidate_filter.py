@@ -88,3 +88,35 @@ def test_the_residual_check_allows_a_share_of_sentences_left():
     assert _residual(short, [], CandidateFilter()).status == PASS
     with pytest.raises(AcceptRuleError, match="CB932"):
         CandidateFilter(max_residual_share=1.5)
+
+
+def _untouched(original, edits, rule, mode="edit"):
+    from engine.verification.checks import Subject, untouched
+
+    meta = {"mode": mode, "fields": [{"field": "text", "edits": edits}]}
+    return untouched(Subject({"text": original}, {"text": "x"}, ["Negative", "Positive"], "Negative", "Positive",
+                             meta=meta), rule)
+
+
+def test_the_untouched_check_is_off_by_default_and_counts_sentences_left_as_written():
+    """Off unless asked; with ``max_untouched=0`` a candidate that left one sentence as written fails, an edit or a
+    removal touches its sentence, and candidates that are not sentence edits are skipped."""
+    import pytest
+
+    from engine.verification.checks import FAIL, PASS, SKIP, AcceptRuleError
+
+    original = "Great cast. The plot moves. Highly recommended."
+    edits = [{"index": 0, "new": "Weak cast."}, {"index": 2, "new": ""}, {"index": 1, "new": None}]
+    assert _untouched(original, edits, CandidateFilter()).status == SKIP
+    strict = CandidateFilter(max_untouched=0)
+    verdict = _untouched(original, edits, strict)
+    assert verdict.status == FAIL and verdict.reason == "1 of 3 sentences left as written (at most 0 may)"
+    assert _untouched(original, edits, CandidateFilter(max_untouched=1)).status == PASS
+    assert _untouched(original, [*edits[:2], {"index": 1, "new": "The plot drags."}], strict).status == PASS
+    assert _untouched(original, edits, strict, mode="reconstruct").status == SKIP
+    assert "untouched" in strict.required() and "untouched" in CandidateFilter().required()
+    with pytest.raises(AcceptRuleError, match="CB932"):
+        CandidateFilter(max_untouched=-1)
+    # the rule reads the verdicts: a failed untouched check holds the candidate back
+    scores = {**_scores(0.95, 0.95), "verdicts": {"untouched": verdict.to_dict()}}
+    assert not strict.passes(scores)

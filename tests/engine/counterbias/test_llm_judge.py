@@ -103,6 +103,12 @@ def test_cli_verify(voted_project, stub, capsys):
     assert "CB930" in capsys.readouterr().err
     assert main(["-q", "verify", path, "reviews", "--max-residual-share", "2"]) == EXIT_USER_ERROR
     assert "CB932" in capsys.readouterr().err
+    assert main(["-q", "verify", path, "reviews", "--max-untouched", "-1"]) == EXIT_USER_ERROR
+    assert "CB932" in capsys.readouterr().err
+    assert main(["-q", "verify", path, "reviews", "--judge", "none", "--max-untouched", "0"]) == EXIT_OK
+    out = json.loads(capsys.readouterr().out)
+    assert "untouched" in out["required"] and sum(out["checks"]["untouched"].values()) == len(rows)
+    assert "skip" not in out["checks"]["untouched"]  # edit-mode candidates: each gets a verdict
     assert main(["-q", "verify", path, "reviews", "--agreement", "best"]) == EXIT_OK
     out = json.loads(capsys.readouterr().out)
     assert sum(out["checks"]["member-agreement"].values()) == len(rows)
