@@ -60,9 +60,9 @@ class GenerateSettings:
     edit_polar
         Edit mode: also edit every sentence that the sentence reader, reading it alone, gives the
         original label with at least this score, even when it holds no principal word (``0``: off; any
-        length with the LLM reader, three words or more with the members, who misread short ones). Human editors change every sentence that carries the label;
-        a review whose other opinionated sentences stay as they were keeps its label. Needs the
-        judge members.
+        length with the LLM reader, three words or more with the members, who misread short ones).
+        Human editors change every sentence that carries the label; a review whose other opinionated
+        sentences stay as they were keeps its label.
     edit_moved
         Edit mode: an edited sentence that the ensemble, reading it alone, still does not give the
         target (mean probability below 0.5) and whose target probability rose by less than this
@@ -90,8 +90,8 @@ class GenerateSettings:
         replaced in the sentence as written, and the result is kept when it passes the checks and reads more as
         the target. ``False`` saves those requests.
     edit_remove
-        Edit mode: a sentence the sentence reader read as the original label that still has no usable edit
-        reading otherwise after every try ("Very recommendable.", "This picture is a real can't-miss!!!" — a small
+        Edit mode: a sentence the sentence reader read as the original label whose every edit was unusable
+        or still read as that label ("Very recommendable.", "This picture is a real can't-miss!!!" — a small
         model sends them back unchanged or as synonyms) is removed from the candidate, as human editors often do,
         when it holds no word to keep (spurious, gendered, names and facts), another sentence of the text was
         edited, and at most a third of the text's sentences go. Recorded in the edit (``removed``). ``False``: such
