@@ -138,6 +138,8 @@ def _add_data(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--name", help="dataset name (default: WHICH)")
     p.add_argument("--n", type=int, default=500, help="rows sampled (default 500)")
     p.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
+    p.add_argument("--max-words", type=int, default=None,
+                   help="imdb-fine: sample only whole reviews of at most this many words (default any length)")
     p.add_argument("--mode", default="hypothesis", help="cad-nli: hypothesis (default) or pair")
     p.add_argument("--with-counterfactuals", action="store_true", help="cad-nli: store CAD's human revisions")
     p.add_argument("--data", type=Path, default=SHARED_DATA, help="the shared data folder (default ../shared/data beside the checkout, or $COUNTERBIAS_SHARED_DATA)")
@@ -160,7 +162,8 @@ def _run_data(args: argparse.Namespace, progress: StderrProgress, cancel: Cancel
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / f"{name}.csv"
         if args.which == "imdb-fine":
-            build_imdb_fine(args.data / "imdb_maas" / "train.tsv.gz", out, n=args.n, seed=args.seed)
+            build_imdb_fine(args.data / "imdb_maas" / "train.tsv.gz", out, n=args.n, seed=args.seed,
+                            max_words=args.max_words)
         else:
             build_cad_nli(args.data / "cad" / "NLI", out, mode=args.mode, n=args.n, seed=args.seed)
         with Project.open(args.project) as project:

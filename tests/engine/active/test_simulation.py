@@ -116,6 +116,11 @@ def test_builders(shared_data, tmp_path):
     assert all(band[r["label"]][0] <= int(r["rating"]) <= band[r["label"]][1] for r in rows)
     again = build_imdb_fine(shared_data / "imdb_maas" / "train.tsv.gz", tmp_path / "imdb2.csv", n=40, seed=1)
     assert again.read_bytes() == out.read_bytes()
+    short = build_imdb_fine(shared_data / "imdb_maas" / "train.tsv.gz", tmp_path / "short.csv", n=40, seed=1,
+                            max_words=60)
+    short_rows = list(csv.DictReader(short.open(encoding="utf-8")))
+    assert len(short_rows) == 40 and max(len(r["text"].split()) for r in short_rows) <= 60
+    assert not {r["id"] for r in short_rows} <= {r["id"] for r in rows}  # drawn among the short reviews
     pairs = build_cad_nli(shared_data / "cad" / "NLI", tmp_path / "pairs.csv", mode="pair", split="dev", n=None)
     header, *body = list(csv.reader(pairs.open(encoding="utf-8")))
     assert header == ["id", "premise", "hypothesis", "label"] and len(body) == 200
