@@ -231,9 +231,9 @@ def names_person(text: str) -> bool:
     nouns mostly refer to the people it names, and swapping them changed facts ("Burt Reynolds …
     her employers", "Alice Krige is outstanding as the father") or, with the pronouns kept, broke
     the text's own references ("the boy gets drunk … he puts her to bed"). The recogniser misses
-    invented names ("Milo" of *Atlantis* read as an organisation, and the swap made him "she"), so a
-    proper noun followed in its sentence by a third-person pronoun counts as a person too
-    (:func:`name_then_pronoun`).
+    invented names ("Milo" of *Atlantis* read as an organisation, and the swap made him "she") and
+    tags surnames as places ("Heston"), so a proper noun followed closely by a third-person pronoun
+    counts as a person too (:func:`name_then_pronoun`).
     """
     return bool(spacy_people(text)) or name_then_pronoun(text)
 
@@ -241,20 +241,37 @@ def names_person(text: str) -> bool:
 #: Third-person singular pronouns that refer back to a person.
 _PERSON_PRONOUNS = frozenset("he him his himself she her hers herself".split())
 _PRONOUN_RE = re.compile(r"\b(?:" + "|".join(sorted(_PERSON_PRONOUNS)) + r")\b", re.IGNORECASE)
-#: Tokens between a proper noun and a pronoun that may refer to it.
-NAME_WINDOW = 12
+#: Tokens between a proper noun and a pronoun that may refer to it (sentence ends included: "… shows Heston
+#: emptying .45 cases … for a fire. A. To gather that much gunpowder he would have needed …").
+NAME_WINDOW = 40
+
+
+@lru_cache(maxsize=1)
+def _role_nouns() -> frozenset[str]:
+    """Singular gendered nouns of the swap lists (``actress``, ``boy``, ``guy``): a pronoun after one refers to it."""
+    from engine.attribution.wordlists import swap_pairs
+
+    return frozenset(w for pair in swap_pairs() for w in pair) - _PERSON_PRONOUNS
 
 
 def name_then_pronoun(text: str, window: int = NAME_WINDOW) -> bool:
-    """Whether a proper noun (spaCy's tagger: ``NNP``, not in capitals) is followed within ``window`` tokens of the
-    same sentence by a third-person singular pronoun ("Milo the outsider was able to learn all he needed");
+    """Whether a proper noun (spaCy's tagger: ``NNP``, not in capitals) is followed within ``window`` tokens by a
+    third-person singular pronoun that may refer to it ("Milo the outsider was able to learn all he ever needed");
     ``False`` without spaCy.
+
+    The pronoun may stand in a later sentence; a singular gendered noun between the two (``the lead actress``,
+    ``a wooden guy``) takes the reference: the pronoun then refers to that noun, whose swap keeps the text
+    consistent.
 
     Examples
     --------
     >>> name_then_pronoun("Milo the outsider was able to learn all he ever needed.")  # doctest: +SKIP
     True
+    >>> name_then_pronoun("A scene shows Heston emptying cases. A. To gather it he needed a mule.")  # doctest: +SKIP
+    True
     >>> name_then_pronoun("The film is dull. He said so.")  # doctest: +SKIP
+    False
+    >>> name_then_pronoun("Shot in Paris, it shows the lead actress run amok in her flat.")  # doctest: +SKIP
     False
     """
     if not _PRONOUN_RE.search(text):  # most texts: no tagger run
@@ -264,12 +281,13 @@ def name_then_pronoun(text: str, window: int = NAME_WINDOW) -> bool:
     tags = spacy_tags(text)
     if not tags:
         return False
+    roles = _role_nouns()
     name: int | None = None
     for k, (_, token, tag) in enumerate(tags):
-        if tag == ".":
-            name = None
-        elif tag == "NNP" and token[:1].isupper() and not token.isupper():
+        if tag == "NNP" and token[:1].isupper() and not token.isupper():
             name = k
+        elif tag == "NN" and token.lower() in roles:
+            name = None
         elif token.lower() in _PERSON_PRONOUNS and name is not None and k - name <= window:
             return True
     return False

@@ -169,6 +169,13 @@ def test_names_person_reads_the_entity_recogniser():
             "all he ever needed to know about the place.")
     assert names_person(milo)
     assert not names_person("The film is dull. He said so, and his wife agreed.")  # no name before the pronoun
+    # spaCy reads the surname Heston (CAD train review) as a place; the pronoun stands two sentence ends later
+    heston = ("One really dumb scene shows Heston emptying .45 cases of their powder and collecting it in a sack for "
+              "the purpose of starting a fire. A. To gather that much gunpowder he would have needed a pack mule.")
+    assert names_person(heston)
+    # a gendered noun between a place and the pronoun takes the reference: the text's swap stays consistent
+    assert not names_person("It is set in Paris, and I loved watching the lead actress, a stunning blonde, run amok in "
+                            "her flat.")
 
 
 @pytest.mark.parametrize(("text", "expected"), [
