@@ -13,6 +13,12 @@ attribute (a short string) so that stored results of different sources are not m
     example toward each other label) for the ids that have no such candidates yet, then reads
     them back like :class:`StoredCounterfactuals`. Generation is resumable and cached, so a rerun
     of the simulation sends nothing new.
+:class:`VariationCounterfactuals`
+    The paper's own condition: pattern-keeping counterfactuals
+    (:func:`engine.counterbias.variation.generate_variations`: for each other label, phrases that
+    keep the example's symbolic pattern, then an edit holding one) made on demand for the selected
+    examples from the dataset's stored patterns, kept when the heuristic and symbolic filters pass
+    (a failed pair is stored as failed and never used). Resumable like the LLM source.
 """
 
 from __future__ import annotations
@@ -25,11 +31,12 @@ from engine.progress import CancelToken, ProgressFn, no_progress
 
 if TYPE_CHECKING:
     from engine.counterbias.guided import GuidedSettings
+    from engine.counterbias.variation import VariationSettings
     from engine.llm.base import ChatBackend
     from engine.llm.config import LLMConfig
     from engine.store import Project
 
-__all__ = ["LLMCounterfactuals", "StoredCounterfactuals"]
+__all__ = ["LLMCounterfactuals", "StoredCounterfactuals", "VariationCounterfactuals"]
 
 #: Candidate statuses a stored source reads by default.
 USABLE = ("proposed", "accepted")
@@ -159,6 +166,88 @@ class LLMCounterfactuals:
                 self.backend, self._own_backend = create_backend(self.llm_config), True
             result = generate_guided(self.project, self.dataset_id, missing, self.llm_config, settings=self.settings,
                                      backend=self.backend, progress=self.progress, cancel=self.cancel)
+            self.sent += result.sent
+        return self.stored(ids)
+
+    def close(self) -> None:
+        """Close the backend this source made (not one passed in)."""
+        if self._own_backend and self.backend is not None:
+            self.backend.close()
+            self.backend, self._own_backend = None, False
+
+
+class VariationCounterfactuals:
+    """Pattern-keeping counterfactuals made on demand (method ``vt``), stored, then read back.
+
+    Each selected example that one of its label's stored patterns matches gets, for each other
+    label, phrases that keep the pattern and an edit holding one of them; an example no pattern
+    matches gets none (as in the paper, where the symbolic filter removes what does not keep it).
+
+    Parameters
+    ----------
+    project, dataset_id
+        The project and the (single-text) dataset; its patterns must be stored first
+        (:func:`engine.patterns.synthesis.synthesize_dataset`, CLI ``patterns``), best from
+        labelled texts outside the simulation's pool so that they carry none of its labels.
+    llm_config
+        The LLM.
+    settings
+        :class:`~engine.counterbias.variation.VariationSettings` (default: every other label).
+    backend
+        An existing chat backend (default: one made on first use, closed by :meth:`close`).
+    progress, cancel
+        Passed to each generation call.
+
+    Raises
+    ------
+    CounterfactualSourceError
+        No patterns are stored for the dataset.
+    """
+
+    def __init__(self, project: Project, dataset_id: int, llm_config: LLMConfig, *,
+                 settings: VariationSettings | None = None, backend: ChatBackend | None = None,
+                 progress: ProgressFn = no_progress, cancel: CancelToken | None = None) -> None:
+        from engine.active.errors import CounterfactualSourceError
+        from engine.counterbias.variation import METHOD, VariationSettings
+        from engine.patterns.store import load_patterns
+
+        self.project, self.dataset_id, self.llm_config = project, int(dataset_id), llm_config
+        if not load_patterns(project, self.dataset_id):
+            name = project.dataset(self.dataset_id).name
+            raise CounterfactualSourceError(
+                f"Dataset {name!r} has no stored patterns to keep.",
+                f"Synthesize them first: counterbias patterns <project> {name} (from labelled texts outside the pool "
+                "if you have them), or add your own with --add.")
+        self.settings = settings or VariationSettings()
+        self.backend = backend
+        self._own_backend = False
+        self.progress, self.cancel = progress, cancel
+        self.sent = 0
+        self._tried: set[int] = set()
+        self.stored = StoredCounterfactuals(project, methods=(METHOD,), settings_key=self.settings.key())
+
+    @property
+    def key(self) -> str:
+        return f"vt:{self.llm_config.backend}:{self.llm_config.model}:" + self.stored.key
+
+    def __call__(self, example_ids: Sequence[int]) -> dict[int, list[tuple[Any, str]]]:
+        from engine.counterbias.variation import METHOD, generate_variations
+
+        ids = [int(i) for i in example_ids]
+        made = {int(r["example_id"]) for r in self.project.db.query(
+            "SELECT DISTINCT example_id FROM candidates WHERE example_id IN (SELECT value FROM json_each(?)) "
+            "AND method = ? AND json_extract(meta, '$.settings_key') = ?",
+            [json.dumps(ids), METHOD, self.settings.key()])}
+        missing = [i for i in ids if i not in made and i not in self._tried]  # no pattern: tried once, stays none
+        if missing:
+            if self.backend is None:
+                from engine.llm.registry import create_backend
+
+                self.backend, self._own_backend = create_backend(self.llm_config), True
+            result = generate_variations(self.project, self.dataset_id, missing, self.llm_config,
+                                         settings=self.settings, backend=self.backend, progress=self.progress,
+                                         cancel=self.cancel)
+            self._tried.update(missing)
             self.sent += result.sent
         return self.stored(ids)
 

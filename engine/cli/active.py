@@ -38,8 +38,10 @@ def _add_simulate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seeds", default="5", help="number of seeds 0..N-1 (default 5)")
     p.add_argument("--learner", default="embed-lr", help="embed-lr (default: LR on MiniLM embeddings) or tfidf-lr")
     p.add_argument("--counterfactuals", default="stored", metavar="SOURCE",
-                   help="stored (the project's proposed/accepted candidates, default) or llm (guided LLM edits made "
-                        "for the selected examples that have none; LLM options below)")
+                   help="stored (the project's proposed/accepted candidates, default), llm (guided LLM edits made "
+                        "for the selected examples that have none) or vt (pattern-keeping counterfactuals, the paper's "
+                        "condition, made for them from the dataset's stored patterns: run `patterns` first); LLM "
+                        "options below")
     p.add_argument("--statuses", default="proposed,accepted", help="stored: candidate statuses to use")
     p.add_argument("--method", action="append", default=None, help="stored: only candidates of this method (repeat)")
     p.add_argument("--verified-only", action="store_true", help="only candidates whose verification passed")
@@ -70,7 +72,7 @@ def _writable(path: Path | None) -> None:
 
 
 def _run_simulate(args: argparse.Namespace, progress: StderrProgress, cancel: CancelToken) -> int:
-    from engine.active.counterfactuals import LLMCounterfactuals, StoredCounterfactuals
+    from engine.active.counterfactuals import LLMCounterfactuals, StoredCounterfactuals, VariationCounterfactuals
     from engine.active.errors import ActiveLearningError, BadShotsError
     from engine.active.simulation import simulate
     from engine.active.strategies import STRATEGIES
@@ -85,8 +87,8 @@ def _run_simulate(args: argparse.Namespace, progress: StderrProgress, cancel: Ca
     seeds = _ints(args.seeds, "Seeds")
     if len(seeds) != 1:
         raise BadShotsError(f"--seeds {args.seeds!r} is not one number.", "Give the number of seeds, e.g. --seeds 5.")
-    if args.counterfactuals not in ("stored", "llm"):
-        raise ActiveLearningError(f"Unknown counterfactual source {args.counterfactuals!r}.", "Use stored or llm.")
+    if args.counterfactuals not in ("stored", "llm", "vt"):
+        raise ActiveLearningError(f"Unknown counterfactual source {args.counterfactuals!r}.", "Use stored, llm or vt.")
     for path in (args.plot, args.out):
         _writable(path)
     with Project.open(args.project) as project:
@@ -96,10 +98,12 @@ def _run_simulate(args: argparse.Namespace, progress: StderrProgress, cancel: Ca
             if args.counterfactuals == "llm":
                 source = LLMCounterfactuals(project, dataset.id, llm_config_from_args(args),
                                             verified_only=args.verified_only, cancel=cancel)
+            elif args.counterfactuals == "vt":
+                source = VariationCounterfactuals(project, dataset.id, llm_config_from_args(args), cancel=cancel)
             else:
                 source = StoredCounterfactuals(project, statuses=csv_list(args.statuses),
                                                verified_only=args.verified_only, methods=args.method)
-        with closing(source) if isinstance(source, LLMCounterfactuals) else nullcontext():
+        with closing(source) if isinstance(source, (LLMCounterfactuals, VariationCounterfactuals)) else nullcontext():
             result = simulate(project, dataset.id, strategies=strategies, shots=shots, seeds=seeds[0],
                               learner=args.learner, counterfactuals=source, test_split=args.test_split,
                               test_fraction=args.test_fraction, split_seed=args.split_seed, n_clusters=args.clusters,

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
-from engine.active.counterfactuals import LLMCounterfactuals
+import csv
+
+from engine.active.counterfactuals import LLMCounterfactuals, VariationCounterfactuals
 from engine.active.simulation import simulate
 from engine.io import ImportOptions, import_file
 from engine.llm.config import LLMConfig
 from engine.store import Project
+from engine.patterns.scores import ScoredPattern
+from engine.patterns.store import store_patterns
 from tests.engine.counterbias.scripted_llm import edit_sentence
+from tests.engine.counterbias.test_variation import REVIEWS
+from tests.engine.counterbias.test_variation import reply as vt_reply
 
 POS = ["I love the movie.", "The best film this year.", "My favorite actor was great.", "I love this story.",
        "The best ending I have seen.", "A favorite of mine, I love it."]
@@ -45,3 +51,29 @@ def test_llm_source_generates_only_what_is_missing(tmp_path, stub):
         assert cells["counterfactual"].selected == cells["random"].selected
         made = p.db.query("SELECT COUNT(*) AS n FROM candidates WHERE method = 'llm' AND status = 'proposed'")
         assert next(iter(made))["n"] == len({*cells["random"].selected, rows[0]["id"], rows[6]["id"]})
+
+
+def test_pattern_keeping_source_makes_the_selected_examples_counterfactuals_once(tmp_path, stub):
+    server = stub(reply=vt_reply)
+    src = tmp_path / "r.csv"
+    with src.open("w", newline="") as f:
+        csv.writer(f).writerows([("text", "label"), *REVIEWS])
+    config = LLMConfig(backend="openai", model="stub", base_url=server.base_url, max_retries=0)
+    with Project.create(tmp_path / "vt.cbproj") as p:
+        ds = import_file(p, src, options=ImportOptions(name="r")).dataset
+        store_patterns(p, ds.id, [ScoredPattern("[waiter]+AUX+ADJ", "service", 1.0, 1.0, 1.0, 4, 4),
+                                  ScoredPattern("[soup]+AUX+ADJ", "food", 1.0, 1.0, 1.0, 1, 1)])
+        ids = {r["text"]: int(r["id"]) for r in p.iter_examples(ds.id)}
+        rude, grumpy, soup = ids[REVIEWS[0][0]], ids[REVIEWS[2][0]], ids[REVIEWS[4][0]]
+        source = VariationCounterfactuals(p, ds.id, config)
+        try:
+            got = source([rude, grumpy, soup])
+            # the kept edit only: "CANNOT" is a stored failure, the soup review's pattern does not match it
+            assert got == {rude: [("Our waiter was pricey and the night dragged on.", "food")]}
+            sent = server.count
+            assert sent > 0 and source([rude, grumpy, soup]) == got and server.count == sent
+            assert source.key.startswith("vt:openai:stub:stored:")
+        finally:
+            source.close()
+        statuses = {r["example_id"]: r["status"] for r in p.db.query("SELECT example_id, status FROM candidates")}
+        assert statuses == {rude: "proposed", grumpy: "failed"}

@@ -166,6 +166,11 @@ def test_cli_exit_codes_and_output(cad, shared_data, tmp_path, capsys):
         assert main(["-q", "al-simulate", str(cad), "cad", "--strategies", "random", *argv]) == 3, argv
         err = capsys.readouterr().err
         assert f"[{code_}]" in err and "Traceback" not in err, (argv, err)
+    # pattern-keeping counterfactuals need the dataset's patterns: a named error before any request
+    assert main(["-q", "al-simulate", str(cad), "cad", "--strategies", "counterfactual", "--counterfactuals", "vt",
+                 "--backend", "openai", "--base-url", "http://127.0.0.1:9/v1", "--model", "m"]) == 3
+    err = capsys.readouterr().err
+    assert "[CB995]" in err and "counterbias patterns" in err and "Traceback" not in err
     assert main(["-q", "al-data", str(cad), "mnist"]) == 3
     assert "[CB996]" in capsys.readouterr().err
     assert main(["-q", "al-data", str(cad), "cad-nli", "--n", "30", "--name", "small", "--with-counterfactuals",
