@@ -23,6 +23,8 @@ a TF-IDF logistic regression trained on the other IMDb train reviews with the sa
 printed too. The project in ``--out`` is kept: a rerun sends no request already answered.
 
 Run: ``nice -n 10 python benchmarks/vt_filters.py [--examples 8] [--model qwen2.5-coder-1.5b]``.
+``--project P [--dataset NAME]`` measures the pattern-keeping candidates already in a project (e.g. those the
+active-learning simulation made with ``al-simulate --counterfactuals vt``) and generates nothing.
 """
 
 from __future__ import annotations
@@ -84,7 +86,19 @@ def main() -> int:
     parser.add_argument("--model", default="qwen2.5-coder-1.5b")
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--max-words", type=int, default=120, help="only reviews of at most this many words")
+    parser.add_argument("--project", type=Path, help="measure the vt candidates already in this project (no generation)")
+    parser.add_argument("--dataset", default="imdb-fine", help="with --project: the dataset (4 rating classes)")
     args = parser.parse_args()
+    if args.project:
+        if not args.project.is_file():
+            print(f"no project at {args.project}", file=sys.stderr)
+            return 3
+        with Project.open(args.project) as project:
+            rows = {int(r["id"]): dict(r) for r in project.iter_examples(project.dataset(args.dataset).id)}
+            cands = [r for r in candidate_rows(project, example_ids=list(rows)) if r["method"] == "vt"]
+        print(f"{args.project}: {len(cands)} pattern-keeping candidates of {len({c['example_id'] for c in cands})} "
+              f"examples of {args.dataset!r}")
+        return measure_filters(args, rows, cands, time.perf_counter())
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / "vt.cbproj"
     started = time.perf_counter()
@@ -129,7 +143,15 @@ def main() -> int:
                                      progress=log)
         print(f"\ngeneration: {result.summary()} in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
         cands = [r for r in candidate_rows(project, example_ids=ids) if r["method"] == "vt"]
+    return measure_filters(args, rows, cands, started)
 
+
+def measure_filters(args: argparse.Namespace, rows: dict[int, dict], cands: list[dict], started: float) -> int:
+    """Print LFR, SLFR and PKR of ``cands`` at each filter stage; write the edits as JSONL to ``--out``."""
+    from engine.patterns.match import Matcher
+
+    matcher = Matcher("embedding")
+    args.out.mkdir(parents=True, exist_ok=True)
     exclude = {str(r["text"]).lower() for r in rows.values()}
     judge, n_train = tfidf_judge(args.data / "imdb_maas" / "train.tsv.gz", exclude)
     originals = [str(r["text"]) for r in rows.values()]

@@ -18,7 +18,9 @@ attribute (a short string) so that stored results of different sources are not m
     (:func:`engine.counterbias.variation.generate_variations`: for each other label, phrases that
     keep the example's symbolic pattern, then an edit holding one) made on demand for the selected
     examples from the dataset's stored patterns, kept when the heuristic and symbolic filters pass
-    (a failed pair is stored as failed and never used). Resumable like the LLM source.
+    (a failed pair is stored as failed and never used). An example no pattern of its label matches
+    gets a plain minimal edit instead, as in the annotation loop (``fallback``). Resumable like the
+    LLM source.
 """
 
 from __future__ import annotations
@@ -181,7 +183,8 @@ class VariationCounterfactuals:
 
     Each selected example that one of its label's stored patterns matches gets, for each other
     label, phrases that keep the pattern and an edit holding one of them; an example no pattern
-    matches gets none (as in the paper, where the symbolic filter removes what does not keep it).
+    matches gets a plain minimal LLM edit toward each other label (method ``llm``, as the
+    annotation loop does), or none without ``fallback``.
 
     Parameters
     ----------
@@ -193,6 +196,8 @@ class VariationCounterfactuals:
         The LLM.
     settings
         :class:`~engine.counterbias.variation.VariationSettings` (default: every other label).
+    fallback
+        Give an example without a matching pattern a plain LLM edit (default) instead of none.
     backend
         An existing chat backend (default: one made on first use, closed by :meth:`close`).
     progress, cancel
@@ -205,9 +210,11 @@ class VariationCounterfactuals:
     """
 
     def __init__(self, project: Project, dataset_id: int, llm_config: LLMConfig, *,
-                 settings: VariationSettings | None = None, backend: ChatBackend | None = None,
-                 progress: ProgressFn = no_progress, cancel: CancelToken | None = None) -> None:
+                 settings: VariationSettings | None = None, fallback: bool = True,
+                 backend: ChatBackend | None = None, progress: ProgressFn = no_progress,
+                 cancel: CancelToken | None = None) -> None:
         from engine.active.errors import CounterfactualSourceError
+        from engine.counterbias.guided import GuidedSettings
         from engine.counterbias.variation import METHOD, VariationSettings
         from engine.patterns.store import load_patterns
 
@@ -223,33 +230,53 @@ class VariationCounterfactuals:
         self._own_backend = False
         self.progress, self.cancel = progress, cancel
         self.sent = 0
+        self.fallback = bool(fallback)
+        self.plain = GuidedSettings(method="llm", targets=self.settings.targets)
         self._tried: set[int] = set()
         self.stored = StoredCounterfactuals(project, methods=(METHOD,), settings_key=self.settings.key())
+        self.stored_plain = StoredCounterfactuals(project, methods=("llm",), settings_key=self.plain.key())
 
     @property
     def key(self) -> str:
-        return f"vt:{self.llm_config.backend}:{self.llm_config.model}:" + self.stored.key
+        plain = ":plain=" + self.stored_plain.key if self.fallback else ""
+        return f"vt:{self.llm_config.backend}:{self.llm_config.model}:" + self.stored.key + plain
 
     def __call__(self, example_ids: Sequence[int]) -> dict[int, list[tuple[Any, str]]]:
-        from engine.counterbias.variation import METHOD, generate_variations
+        from engine.counterbias.guided import generate_guided
+        from engine.counterbias.variation import METHOD, generate_variations, patterns_for
+        from engine.patterns.match import Matcher
 
         ids = [int(i) for i in example_ids]
         made = {int(r["example_id"]) for r in self.project.db.query(
             "SELECT DISTINCT example_id FROM candidates WHERE example_id IN (SELECT value FROM json_each(?)) "
-            "AND method = ? AND json_extract(meta, '$.settings_key') = ?",
-            [json.dumps(ids), METHOD, self.settings.key()])}
-        missing = [i for i in ids if i not in made and i not in self._tried]  # no pattern: tried once, stays none
+            "AND ((method = ? AND json_extract(meta, '$.settings_key') = ?) "
+            "OR (method = 'llm' AND json_extract(meta, '$.settings_key') = ?))",
+            [json.dumps(ids), METHOD, self.settings.key(), self.plain.key() if self.fallback else ""])}
+        missing = [i for i in ids if i not in made and i not in self._tried]  # tried once: what failed stays so
         if missing:
-            if self.backend is None:
+            examples = {int(r["id"]): dict(r) for r in self.project.examples(missing)}
+            keep = set(patterns_for(self.project, self.dataset_id, examples, Matcher(self.settings.soft)))
+            with_pattern = [i for i in missing if i in keep]
+            rest = [i for i in missing if i not in keep] if self.fallback else []
+            if (with_pattern or rest) and self.backend is None:
                 from engine.llm.registry import create_backend
 
                 self.backend, self._own_backend = create_backend(self.llm_config), True
-            result = generate_variations(self.project, self.dataset_id, missing, self.llm_config,
-                                         settings=self.settings, backend=self.backend, progress=self.progress,
-                                         cancel=self.cancel)
+            if with_pattern:
+                result = generate_variations(self.project, self.dataset_id, with_pattern, self.llm_config,
+                                             settings=self.settings, backend=self.backend, progress=self.progress,
+                                             cancel=self.cancel)
+                self.sent += result.sent
+            if rest:
+                plain = generate_guided(self.project, self.dataset_id, rest, self.llm_config, settings=self.plain,
+                                        backend=self.backend, progress=self.progress, cancel=self.cancel)
+                self.sent += plain.sent
             self._tried.update(missing)
-            self.sent += result.sent
-        return self.stored(ids)
+        out = self.stored(ids)
+        if self.fallback:
+            for i, pairs in self.stored_plain(ids).items():
+                out.setdefault(i, []).extend(pairs)
+        return out
 
     def close(self) -> None:
         """Close the backend this source made (not one passed in)."""

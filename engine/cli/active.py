@@ -40,8 +40,8 @@ def _add_simulate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--counterfactuals", default="stored", metavar="SOURCE",
                    help="stored (the project's proposed/accepted candidates, default), llm (guided LLM edits made "
                         "for the selected examples that have none) or vt (pattern-keeping counterfactuals, the paper's "
-                        "condition, made for them from the dataset's stored patterns: run `patterns` first); LLM "
-                        "options below")
+                        "condition, made for them from the dataset's stored patterns: run `patterns` first; an example "
+                        "no pattern matches gets a plain edit, as in the annotation loop); LLM options below")
     p.add_argument("--statuses", default="proposed,accepted", help="stored: candidate statuses to use")
     p.add_argument("--method", action="append", default=None, help="stored: only candidates of this method (repeat)")
     p.add_argument("--verified-only", action="store_true", help="only candidates whose verification passed")

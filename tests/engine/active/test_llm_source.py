@@ -54,7 +54,13 @@ def test_llm_source_generates_only_what_is_missing(tmp_path, stub):
 
 
 def test_pattern_keeping_source_makes_the_selected_examples_counterfactuals_once(tmp_path, stub):
-    server = stub(reply=vt_reply)
+    def reply(body):
+        user = [m["content"] for m in body["messages"] if m["role"] == "user"][-1]
+        if "Pattern: " not in user and "soup tasted" in user:  # the plain edit of the review no pattern matches
+            return 'Text: "The waiter tasted of nothing at all."'
+        return vt_reply(body)
+
+    server = stub(reply=reply)
     src = tmp_path / "r.csv"
     with src.open("w", newline="") as f:
         csv.writer(f).writerows([("text", "label"), *REVIEWS])
@@ -65,15 +71,22 @@ def test_pattern_keeping_source_makes_the_selected_examples_counterfactuals_once
                                   ScoredPattern("[soup]+AUX+ADJ", "food", 1.0, 1.0, 1.0, 1, 1)])
         ids = {r["text"]: int(r["id"]) for r in p.iter_examples(ds.id)}
         rude, grumpy, soup = ids[REVIEWS[0][0]], ids[REVIEWS[2][0]], ids[REVIEWS[4][0]]
-        source = VariationCounterfactuals(p, ds.id, config)
+        strict = VariationCounterfactuals(p, ds.id, config, fallback=False)
+        try:
+            # the kept edit only: "CANNOT" is a stored failure; no pattern of its label matches the soup review
+            assert strict([rude, grumpy, soup]) == {rude: [("Our waiter was pricey and the night dragged on.", "food")]}
+        finally:
+            strict.close()
+        source = VariationCounterfactuals(p, ds.id, config)  # the default: a plain edit where no pattern matches
         try:
             got = source([rude, grumpy, soup])
-            # the kept edit only: "CANNOT" is a stored failure, the soup review's pattern does not match it
-            assert got == {rude: [("Our waiter was pricey and the night dragged on.", "food")]}
+            assert got == {rude: [("Our waiter was pricey and the night dragged on.", "food")],
+                           soup: [("The waiter tasted of nothing at all.", "service")]}
             sent = server.count
-            assert sent > 0 and source([rude, grumpy, soup]) == got and server.count == sent
-            assert source.key.startswith("vt:openai:stub:stored:")
+            assert source([rude, grumpy, soup]) == got and server.count == sent  # stored: nothing sent again
+            assert source.key.startswith("vt:openai:stub:stored:") and "plain=" in source.key
         finally:
             source.close()
-        statuses = {r["example_id"]: r["status"] for r in p.db.query("SELECT example_id, status FROM candidates")}
-        assert statuses == {rude: "proposed", grumpy: "failed"}
+        rows = p.db.query("SELECT example_id, method, status FROM candidates ORDER BY id")
+        assert {(r["example_id"], r["method"], r["status"]) for r in rows} == {
+            (rude, "vt", "proposed"), (grumpy, "vt", "failed"), (soup, "llm", "proposed")}
