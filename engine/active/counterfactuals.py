@@ -44,6 +44,14 @@ __all__ = ["LLMCounterfactuals", "StoredCounterfactuals", "VariationCounterfactu
 USABLE = ("proposed", "accepted")
 
 
+def _made(project: Project, ids: Sequence[int], method: str, settings_key: str) -> set[int]:
+    """The examples of ``ids`` with a candidate (any status) of ``method`` made with ``settings_key``."""
+    return {int(r["example_id"]) for r in project.db.query(
+        "SELECT DISTINCT example_id FROM candidates WHERE example_id IN (SELECT value FROM json_each(?)) "
+        "AND method = ? AND json_extract(meta, '$.settings_key') = ?", [json.dumps([int(i) for i in ids]), method,
+                                                                        settings_key])}
+
+
 class StoredCounterfactuals:
     """Counterfactuals from the project's stored candidates.
 
@@ -156,10 +164,7 @@ class LLMCounterfactuals:
         from engine.counterbias.guided import generate_guided
 
         ids = [int(i) for i in example_ids]
-        made = {int(r["example_id"]) for r in self.project.db.query(
-            "SELECT DISTINCT example_id FROM candidates WHERE example_id IN (SELECT value FROM json_each(?)) "
-            "AND method = ? AND json_extract(meta, '$.settings_key') = ?",
-            [json.dumps(ids), self.settings.method, self.settings.key()])}
+        made = _made(self.project, ids, self.settings.method, self.settings.key())
         missing = [i for i in ids if i not in made]
         if missing:
             if self.backend is None:
@@ -247,11 +252,9 @@ class VariationCounterfactuals:
         from engine.patterns.match import Matcher
 
         ids = [int(i) for i in example_ids]
-        made = {int(r["example_id"]) for r in self.project.db.query(
-            "SELECT DISTINCT example_id FROM candidates WHERE example_id IN (SELECT value FROM json_each(?)) "
-            "AND ((method = ? AND json_extract(meta, '$.settings_key') = ?) "
-            "OR (method = 'llm' AND json_extract(meta, '$.settings_key') = ?))",
-            [json.dumps(ids), METHOD, self.settings.key(), self.plain.key() if self.fallback else ""])}
+        made = _made(self.project, ids, METHOD, self.settings.key())
+        if self.fallback:
+            made |= _made(self.project, ids, "llm", self.plain.key())
         missing = [i for i in ids if i not in made and i not in self._tried]  # tried once: what failed stays so
         if missing:
             examples = {int(r["id"]): dict(r) for r in self.project.examples(missing)}
@@ -273,9 +276,9 @@ class VariationCounterfactuals:
                 self.sent += plain.sent
             self._tried.update(missing)
         out = self.stored(ids)
-        if self.fallback:
-            for i, pairs in self.stored_plain(ids).items():
-                out.setdefault(i, []).extend(pairs)
+        if self.fallback:  # plain edits count only for examples the pattern-keeping step never took
+            kept = _made(self.project, ids, METHOD, self.settings.key())
+            out.update((i, pairs) for i, pairs in self.stored_plain([i for i in ids if i not in kept]).items())
         return out
 
     def close(self) -> None:
