@@ -94,12 +94,22 @@ def _run_simulate(args: argparse.Namespace, progress: StderrProgress, cancel: Ca
     with Project.open(args.project) as project:
         dataset = project.dataset(args.dataset)
         source: Any = None
+        at = [0.0]  # the simulation's last fraction: a generation inside a cell reports at it, with its own message
+
+        def simulating(fraction: float, message: str = "") -> None:
+            at[0] = fraction
+            progress(fraction, message)
+
+        def generating(fraction: float, message: str = "") -> None:
+            progress(at[0], f"making counterfactuals of the selected examples: {message}")
+
         if any(STRATEGIES.get(n).needs_counterfactuals for n in strategies):
             if args.counterfactuals == "llm":
                 source = LLMCounterfactuals(project, dataset.id, llm_config_from_args(args),
-                                            verified_only=args.verified_only, cancel=cancel)
+                                            verified_only=args.verified_only, progress=generating, cancel=cancel)
             elif args.counterfactuals == "vt":
-                source = VariationCounterfactuals(project, dataset.id, llm_config_from_args(args), cancel=cancel)
+                source = VariationCounterfactuals(project, dataset.id, llm_config_from_args(args), progress=generating,
+                                                  cancel=cancel)
             else:
                 source = StoredCounterfactuals(project, statuses=csv_list(args.statuses),
                                                verified_only=args.verified_only, methods=args.method)
@@ -107,7 +117,7 @@ def _run_simulate(args: argparse.Namespace, progress: StderrProgress, cancel: Ca
             result = simulate(project, dataset.id, strategies=strategies, shots=shots, seeds=seeds[0],
                               learner=args.learner, counterfactuals=source, test_split=args.test_split,
                               test_fraction=args.test_fraction, split_seed=args.split_seed, n_clusters=args.clusters,
-                              progress=progress, cancel=cancel)
+                              progress=simulating, cancel=cancel)
     if args.out:
         result.write_csv(args.out)
     if args.plot:
@@ -117,7 +127,7 @@ def _run_simulate(args: argparse.Namespace, progress: StderrProgress, cancel: Ca
         if STRATEGIES.get(row.strategy).needs_counterfactuals and all(a == 0 for a in row.added):
             notes.append(f"{row.strategy}: no counterfactuals were found for the selected examples, so it trained "
                          "on the same rows as its base selection (generate candidates first, or use "
-                         "--counterfactuals llm)")
+                         "--counterfactuals llm or vt)")
     if args.json:
         print(json.dumps({**result.to_dict(), "notes": notes}, indent=2))
     else:

@@ -6,6 +6,7 @@ import csv
 
 from engine.active.counterfactuals import LLMCounterfactuals, VariationCounterfactuals
 from engine.active.simulation import simulate
+from engine.cli import main
 from engine.io import ImportOptions, import_file
 from engine.llm.config import LLMConfig
 from engine.store import Project
@@ -21,7 +22,7 @@ NEG = ["I hate the movie.", "The worst film this year.", "The actor was bad and 
        "The worst ending I have seen.", "A bad film, I hate it."]
 
 
-def test_llm_source_generates_only_what_is_missing(tmp_path, stub):
+def test_llm_source_generates_only_what_is_missing(tmp_path, stub, capsys):
     def reply(body):
         user = [m["content"] for m in body["messages"] if m["role"] == "user"][-1]
         return f'Text: "{edit_sentence(user.split(chr(10) + "Text: ", 1)[1])}"'
@@ -51,6 +52,15 @@ def test_llm_source_generates_only_what_is_missing(tmp_path, stub):
         assert cells["counterfactual"].selected == cells["random"].selected
         made = p.db.query("SELECT COUNT(*) AS n FROM candidates WHERE method = 'llm' AND status = 'proposed'")
         assert next(iter(made))["n"] == len({*cells["random"].selected, rows[0]["id"], rows[6]["id"]})
+    # the CLI: the simulation's progress line says when a cell waits for the LLM
+    capsys.readouterr()
+    slow = stub(reply=reply, latency=0.6)  # past the progress line's half-second throttle
+    assert main(["al-simulate", str(tmp_path / "llm.cbproj"), "d", "--strategies", "counterfactual", "--shots", "5",
+                 "--seeds", "2", "--learner", "tfidf-lr", "--test-fraction", "0.34", "--counterfactuals", "llm",
+                 "--backend", "openai", "--base-url", slow.base_url, "--model", "stub"]) == 0
+    err = capsys.readouterr().err
+    assert slow.count > 0
+    assert "making counterfactuals of the selected examples: llm:" in err and "Traceback" not in err
 
 
 def test_pattern_keeping_source_makes_the_selected_examples_counterfactuals_once(tmp_path, stub):
