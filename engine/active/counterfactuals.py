@@ -203,6 +203,8 @@ class VariationCounterfactuals:
         :class:`~engine.counterbias.variation.VariationSettings` (default: every other label).
     fallback
         Give an example without a matching pattern a plain LLM edit (default) instead of none.
+    verified_only
+        Use only candidates whose verification passed.
     backend
         An existing chat backend (default: one made on first use, closed by :meth:`close`).
     progress, cancel
@@ -215,7 +217,7 @@ class VariationCounterfactuals:
     """
 
     def __init__(self, project: Project, dataset_id: int, llm_config: LLMConfig, *,
-                 settings: VariationSettings | None = None, fallback: bool = True,
+                 settings: VariationSettings | None = None, fallback: bool = True, verified_only: bool = False,
                  backend: ChatBackend | None = None, progress: ProgressFn = no_progress,
                  cancel: CancelToken | None = None) -> None:
         from engine.active.errors import CounterfactualSourceError
@@ -238,8 +240,10 @@ class VariationCounterfactuals:
         self.fallback = bool(fallback)
         self.plain = GuidedSettings(method="llm", targets=self.settings.targets)
         self._tried: set[int] = set()
-        self.stored = StoredCounterfactuals(project, methods=(METHOD,), settings_key=self.settings.key())
-        self.stored_plain = StoredCounterfactuals(project, methods=("llm",), settings_key=self.plain.key())
+        self.stored = StoredCounterfactuals(project, verified_only=verified_only, methods=(METHOD,),
+                                            settings_key=self.settings.key())
+        self.stored_plain = StoredCounterfactuals(project, verified_only=verified_only, methods=("llm",),
+                                                  settings_key=self.plain.key())
 
     @property
     def key(self) -> str:

@@ -108,8 +108,8 @@ def _run_simulate(args: argparse.Namespace, progress: StderrProgress, cancel: Ca
                 source = LLMCounterfactuals(project, dataset.id, llm_config_from_args(args),
                                             verified_only=args.verified_only, progress=generating, cancel=cancel)
             elif args.counterfactuals == "vt":
-                source = VariationCounterfactuals(project, dataset.id, llm_config_from_args(args), progress=generating,
-                                                  cancel=cancel)
+                source = VariationCounterfactuals(project, dataset.id, llm_config_from_args(args),
+                                                  verified_only=args.verified_only, progress=generating, cancel=cancel)
             else:
                 source = StoredCounterfactuals(project, statuses=csv_list(args.statuses),
                                                verified_only=args.verified_only, methods=args.method)
