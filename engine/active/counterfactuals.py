@@ -262,7 +262,7 @@ class VariationCounterfactuals:
         missing = [i for i in ids if i not in made and i not in self._tried]  # tried once: what failed stays so
         if missing:
             examples = {int(r["id"]): dict(r) for r in self.project.examples(missing)}
-            keep = set(patterns_for(self.project, self.dataset_id, examples, Matcher(self.settings.soft)))
+            keep = patterns_for(self.project, self.dataset_id, examples, Matcher(self.settings.soft))
             with_pattern = [i for i in missing if i in keep]
             rest = [i for i in missing if i not in keep] if self.fallback else []
             if (with_pattern or rest) and self.backend is None:
@@ -271,8 +271,9 @@ class VariationCounterfactuals:
                 self.backend, self._own_backend = create_backend(self.llm_config), True
             if with_pattern:
                 result = generate_variations(self.project, self.dataset_id, with_pattern, self.llm_config,
-                                             settings=self.settings, backend=self.backend, progress=self.progress,
-                                             cancel=self.cancel)
+                                             settings=self.settings,
+                                             patterns={i: keep[i][0] for i in with_pattern},  # chosen once, here
+                                             backend=self.backend, progress=self.progress, cancel=self.cancel)
                 self.sent += result.sent
             if rest:
                 plain = generate_guided(self.project, self.dataset_id, rest, self.llm_config, settings=self.plain,
