@@ -233,7 +233,8 @@ def _patterns_from_annotations(project: Project, dataset_id: int, *, progress: P
     labels = [a.label for a in labelled]
     if len(set(labels)) < 2:
         return 0
-    texts = {int(r["id"]): str(r.get("text") or "") for r in project.examples([a.example_id for a in labelled])}
+    texts = {int(r["id"]): str(r.get("text") or r.get("hypothesis") or "")  # a pair's patterns: its hypothesis's
+             for r in project.examples([a.example_id for a in labelled])}
     found = []
     distinct = sorted(set(labels))
     for k, label in enumerate(distinct):

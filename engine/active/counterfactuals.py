@@ -194,7 +194,8 @@ class VariationCounterfactuals:
     Parameters
     ----------
     project, dataset_id
-        The project and the (single-text) dataset; its patterns must be stored first
+        The project and the dataset (of a pair dataset the hypothesis carries the pattern and is
+        edited, the premise kept); its patterns must be stored first
         (:func:`engine.patterns.synthesis.synthesize_dataset`, CLI ``patterns``), best from
         labelled texts outside the simulation's pool so that they carry none of its labels.
     llm_config

@@ -25,7 +25,8 @@ def _add_patterns(sub: argparse._SubParsersAction) -> None:
         "patterns stay) and prints them with precision and recall.",
     )
     p.add_argument("--label", action="append", help="only this label (repeatable)")
-    p.add_argument("--field", default="text", help="text field: text (default), or hypothesis/premise for pairs")
+    p.add_argument("--field", help="text field: text, or hypothesis/premise of pairs (default: text, or the "
+                   "hypothesis of pairs — the field pattern-keeping counterfactuals edit)")
     p.add_argument("--add", metavar="PATTERN", help="score and store your pattern for --label")
     p.add_argument("--list", action="store_true", help="print the stored patterns")
     p.add_argument("--remove", type=int, metavar="ID", help="remove a stored pattern")
@@ -51,6 +52,10 @@ def _run_patterns(args: argparse.Namespace, progress: StderrProgress, cancel: Ca
                                "Write e.g. --add '[waiter]+*+ADJ' --label service.")
     with Project.open(args.project) as project:
         dataset = project.dataset(args.dataset)
+        if args.field is None:
+            from engine.counterbias.settings import edited_field
+
+            args.field = edited_field(dataset.task)
         if args.remove is not None:
             if not delete_pattern(project, dataset.id, args.remove):
                 raise PatternError(f"Dataset {dataset.name!r} has no pattern {args.remove}.",

@@ -13,7 +13,9 @@ leak); an answer that fails gets one repair request naming the problem, then the
 recorded failure with its reason. Candidates are stored as they are made (resumable: a rerun
 skips what exists for the same settings and retries failures) and judged like CoBA candidates,
 so they share the verification panel, the review and the export. Their ``meta`` keeps the
-excerpts and keywords that guided them (shown beside the candidate in the review).
+excerpts and keywords that guided them (shown beside the candidate in the review). Of a
+premise/hypothesis pair only the hypothesis is edited; the premise is shown as its context and
+kept as written.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from contextlib import closing, nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from engine.counterbias.settings import GenerationConfigError, targets_for
+from engine.counterbias.settings import GenerationConfigError, candidate_fields, edited_field, targets_for
 from engine.progress import CancelToken, ProgressFn, ensure_token, no_progress, scaled
 from engine.store.schema import now
 
@@ -169,7 +171,9 @@ def generate_guided(
     Parameters
     ----------
     project, dataset_id, example_ids
-        The examples to edit (``None``: every example of the dataset; text datasets only).
+        The examples to edit (``None``: every example of the dataset). Of a premise/hypothesis
+        pair the hypothesis is edited, the premise shown as its context and kept
+        (prompt ``guided_edit_pair``).
     llm_config, backend
         The LLM editor (an existing backend may be passed).
     settings
@@ -183,7 +187,7 @@ def generate_guided(
     Raises
     ------
     GenerationConfigError
-        A pair dataset (guided edits read single texts).
+        Bad settings.
     LLMError
         A failure every request would share (refused key, no server): stopped at once; what was
         made before is kept.
@@ -205,9 +209,8 @@ def generate_guided(
     settings = settings or GuidedSettings()
     started = time.perf_counter()
     dataset = project.dataset(dataset_id)
-    if dataset.task == "pair":
-        raise GenerationConfigError(f"Dataset {dataset.name!r} holds premise/hypothesis pairs.",
-                                    "Guided edits read single texts; use CoBA generation for pairs.")
+    pair = dataset.task == "pair"
+    edited = edited_field(dataset.task)
     ids = ([int(r["id"]) for r in project.iter_examples(dataset.id)] if example_ids is None
            else list(dict.fromkeys(int(i) for i in example_ids)))
     key = settings.key()
@@ -221,13 +224,14 @@ def generate_guided(
     todo = [(i, t) for i, t in jobs if (i, t) not in done]
     result = GuidedResult(skipped=len(jobs) - len(todo))
     task = task or GenerateSettings().task_description(dataset.labels)
-    prompt, repair = load_prompt("guided_edit"), load_prompt("guided_edit_repair")
+    prompt = load_prompt("guided_edit_pair" if pair else "guided_edit")
+    repair = load_prompt("guided_edit_repair")
     guard = LeakGuard.from_prompts(LEAK_SOURCES[method])
     own = backend is None
     chat_backend = backend or create_backend(llm_config)
     client = CachedClient(chat_backend, project)
     params = {"llm": llm_config.to_dict(), "settings": dataclasses.asdict(settings), "settings_key": key,
-              "examples": len(ids), "prompts": {"guided_edit": prompt.sha256[:12]}}
+              "examples": len(ids), "prompts": {prompt.name: prompt.sha256[:12]}}
     chunk = chunk_size or max(4, 2 * int(llm_config.concurrency))
     with closing(chat_backend) if own else nullcontext(), recorded_run(project, method, dataset.id, params) as run:
         result.run_id = run.id
@@ -240,16 +244,17 @@ def generate_guided(
             for i, target in part:
                 guide = (guides or {}).get((i, target))
                 seed = settings.seed + int(hashlib.sha256(f"{i}:{target}".encode()).hexdigest()[:6], 16) % 1000
+                context = {"premise": examples[i]["premise"] or ""} if pair else {}
                 messages.append((prompt.render(
                     task=task, labels=", ".join(dataset.labels), label=str(examples[i]["label"]), target=target,
-                    guide=_guide_block(guide, settings), text=examples[i]["text"] or ""),
+                    guide=_guide_block(guide, settings), text=examples[i][edited] or "", **context),
                     {"temperature": settings.temperature, "seed": seed, "max_tokens": settings.max_tokens}))
             first = client.chat_many([ChatRequest(m, p) for m, p in messages], cancel=token)
             result.sent += first.sent
             outcome: list[dict[str, Any]] = []
             retry = []
             for k, ((i, target), answer) in enumerate(zip(part, first.results, strict=True)):
-                item = _read(answer, examples[i]["text"] or "", dataset.labels, guard, ChatResult)
+                item = _read(answer, examples[i][edited] or "", dataset.labels, guard, ChatResult)
                 outcome.append(item)
                 if item.get("problem") and item.get("retriable_by_repair"):
                     retry.append(k)
@@ -264,11 +269,11 @@ def generate_guided(
                 result.sent += second.sent
                 for k, answer in zip(retry, second.results, strict=True):
                     i = part[k][0]
-                    again = _read(answer, examples[i]["text"] or "", dataset.labels, guard, ChatResult)
+                    again = _read(answer, examples[i][edited] or "", dataset.labels, guard, ChatResult)
                     again["repaired_from"] = outcome[k].get("problem")
                     outcome[k] = again
             made, failed = project.writer.run(_store, run.id, method, key, part, outcome, examples, guides or {},
-                                              settings, llm_config)
+                                              settings, llm_config, edited)
             result.created.extend(made)
             result.failed.extend(failed)
             finished = start + len(part)
@@ -300,7 +305,8 @@ def _read(answer: Any, original: str, labels: Sequence[str], guard: Any, chat_re
 
 def _store(conn: sqlite3.Connection, run_id: int, method: str, key: str, part: Sequence[tuple[int, str]],
            outcome: Sequence[dict[str, Any]], examples: Mapping[int, dict[str, Any]],
-           guides: Mapping[tuple[int, str], Guide], settings: GuidedSettings, llm: LLMConfig) -> tuple[list[int], list[int]]:
+           guides: Mapping[tuple[int, str], Guide], settings: GuidedSettings, llm: LLMConfig,
+           edited: str = "text") -> tuple[list[int], list[int]]:
     from engine.text.distance import word_edit_distance
 
     created, failed = [], []
@@ -309,23 +315,23 @@ def _store(conn: sqlite3.Connection, run_id: int, method: str, key: str, part: S
         conn.execute("DELETE FROM candidates WHERE example_id = ? AND target_label = ? AND method = ? "
                      "AND status = 'failed' AND json_extract(meta, '$.settings_key') = ?", (i, target, method, key))
         guide = guides.get((i, target)) if method == "core" else None
-        original = examples[i]["text"] or ""
+        original = examples[i][edited] or ""
         ok = item.get("problem") is None
         error = None if ok else (item.get("error") or {"step": "edit", "message": item["problem"],
                                                        "hint": "Generate again: a new sample may succeed.",
                                                        "retriable": True})
         meta = {
             "settings_key": key, "run_id": run_id, "mode": method, "backend": llm.backend, "model": llm.model,
-            "original_label": examples[i]["label"], "generated": {"text": item["text"]} if ok else {},
+            "original_label": examples[i]["label"], "generated": {edited: item["text"]} if ok else {},
             "guide": {"excerpts": list(guide.excerpts), "keywords": list(guide.keywords)[: settings.max_keywords]}
             if guide else None,
             "raw": (item.get("raw") or "")[:4000], "repaired_from": item.get("repaired_from"), "error": error,
-            "edit_distance": {"text": round(word_edit_distance(original, item["text"]), 4)} if ok else {},
+            "edit_distance": {edited: round(word_edit_distance(original, item["text"]), 4)} if ok else {},
         }
         cursor = conn.execute(
             "INSERT INTO candidates (run_id, example_id, method, target_label, text, premise, hypothesis, scores, "
-            "meta, status, created_at) VALUES (?, ?, ?, ?, ?, NULL, NULL, '{}', ?, ?, ?)",
-            (run_id, i, method, target, item["text"] if ok else None, json.dumps(meta, ensure_ascii=False),
-             "proposed" if ok else "failed", stamp))
+            "meta, status, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, '{}', ?, ?, ?)",
+            (run_id, i, method, target, *candidate_fields(edited, item["text"] if ok else None, examples[i]),
+             json.dumps(meta, ensure_ascii=False), "proposed" if ok else "failed", stamp))
         (created if ok else failed).append(int(cursor.lastrowid))
     return created, failed

@@ -25,8 +25,8 @@ __all__ = ["LEAK_SOURCES", "MIN_SENTENCE_WORDS", "NGRAM", "LeakGuard"]
 
 #: Prompts whose few-shot examples a candidate must not repeat, per generation mode.
 LEAK_SOURCES = {"edit": ("edit_sentence", "edit_sentence_strong", "opposite_phrase", "triples"),
-                "reconstruct": ("rewrite", "reconstruct", "triples"), "core": ("guided_edit",), "llm": ("guided_edit",),
-                "vt": ("vt_edit",)}
+                "reconstruct": ("rewrite", "reconstruct", "triples"), "core": ("guided_edit", "guided_edit_pair"),
+                "llm": ("guided_edit", "guided_edit_pair"), "vt": ("vt_edit", "vt_edit_pair")}
 
 #: Length of the word runs compared (6 words, as the issue asks).
 NGRAM = 6

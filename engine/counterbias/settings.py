@@ -11,7 +11,7 @@ from typing import Any
 
 from engine.errors import CounterbiasError
 
-__all__ = ["MODES", "GenerateSettings", "GenerationConfigError", "targets_for"]
+__all__ = ["MODES", "GenerateSettings", "GenerationConfigError", "candidate_fields", "edited_field", "targets_for"]
 
 #: Generation modes: edit-preserving (default) and the paper's full reconstruction.
 MODES = ("edit", "reconstruct")
@@ -190,6 +190,32 @@ class GenerateSettings:
         if lower & {"positive", "negative", "pos", "neg"}:
             return "sentiment of a review"
         return "text classification"
+
+
+def edited_field(task: str) -> str:
+    """The field a one-field edit (guided, pattern-keeping) changes: ``text``, or a pair's ``hypothesis``.
+
+    The premise of a pair stays as written: it is the context the new hypothesis relates to.
+    """
+    return "hypothesis" if task == "pair" else "text"
+
+
+def candidate_fields(edited: str, new: str | None, example: Mapping[str, Any]) -> tuple[str | None, ...]:
+    """``(text, premise, hypothesis)`` of a candidate whose field ``edited`` became ``new``.
+
+    A pair candidate keeps the original premise beside its new hypothesis (``None`` hypothesis
+    for a failed one); a single-text candidate has only ``text``.
+
+    Examples
+    --------
+    >>> candidate_fields("text", "A dull film.", {"text": "A fine film."})
+    ('A dull film.', None, None)
+    >>> candidate_fields("hypothesis", "Nobody sings.", {"premise": "A girl sings.", "hypothesis": "A girl sings."})
+    (None, 'A girl sings.', 'Nobody sings.')
+    """
+    if edited == "text":
+        return new, None, None
+    return None, example.get("premise"), new
 
 
 def targets_for(label: str, labels: Sequence[str], targets: str) -> list[str]:

@@ -12,7 +12,9 @@ the pattern keeping rate (PKR), and they are judged like every other candidate (
 
 Patterns come from the caller, or else from the dataset's stored patterns
 (:mod:`engine.patterns.store`): the best-scoring pattern of the example's label that matches it.
-Examples without one are counted in ``no_pattern``, not sent.
+Examples without one are counted in ``no_pattern``, not sent. Of a premise/hypothesis pair the
+hypothesis carries the pattern and is edited; the premise is shown as its context and kept
+(synthesize the pair dataset's patterns with ``field="hypothesis"``).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from contextlib import closing, nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from engine.counterbias.settings import GenerationConfigError, targets_for
+from engine.counterbias.settings import GenerationConfigError, candidate_fields, edited_field, targets_for
 from engine.progress import CancelToken, ProgressFn, ensure_token, no_progress, scaled
 from engine.store.schema import now
 
@@ -151,7 +153,7 @@ def patterns_for(project: Project, dataset_id: int, examples: Mapping[int, Mappi
         by_label.setdefault(p.label, []).append(p)
     out = {}
     for i, row in examples.items():
-        text = str(row["text"] or "")
+        text = str(row.get("text") or row.get("hypothesis") or "")  # a pair's pattern is its hypothesis's
         found = []
         for rank, stored in enumerate(by_label.get(str(row["label"]), [])):
             hit = matcher.find(stored.pattern, text)
@@ -193,7 +195,8 @@ def generate_variations(
     Parameters
     ----------
     project, dataset_id, example_ids
-        The examples (``None``: every example of the dataset; text datasets only).
+        The examples (``None``: every example of the dataset). Of a pair, the hypothesis is
+        matched and edited, the premise kept (prompt ``vt_edit_pair``).
     llm_config, backend
         The LLM (an existing backend may be passed).
     patterns
@@ -205,7 +208,7 @@ def generate_variations(
     Raises
     ------
     GenerationConfigError
-        A pair dataset.
+        Bad settings.
     LLMError
         A failure every request would share (refused key, no server): stopped at once.
     Cancelled
@@ -227,9 +230,8 @@ def generate_variations(
     settings = settings or VariationSettings()
     started = time.perf_counter()
     dataset = project.dataset(dataset_id)
-    if dataset.task == "pair":
-        raise GenerationConfigError(f"Dataset {dataset.name!r} holds premise/hypothesis pairs.",
-                                    "Pattern-keeping counterfactuals read single texts.")
+    pair = dataset.task == "pair"
+    edited = edited_field(dataset.task)
     ids = ([int(r["id"]) for r in project.iter_examples(dataset.id)] if example_ids is None
            else list(dict.fromkeys(int(i) for i in example_ids)))
     examples = {int(r["id"]): dict(r) for r in project.examples(ids)}
@@ -238,7 +240,7 @@ def generate_variations(
                           matcher)
     for i, spec in (patterns or {}).items():
         if int(i) in examples:
-            hit = matcher.find(spec, str(examples[int(i)]["text"] or ""))
+            hit = matcher.find(spec, str(examples[int(i)][edited] or ""))
             if hit is not None:
                 chosen[int(i)] = (spec, hit.text)
     key = settings.key()
@@ -251,7 +253,8 @@ def generate_variations(
     todo = [(i, t) for i, t in jobs if (i, t) not in done]
     result.skipped = len(jobs) - len(todo)
     task = task or GenerateSettings().task_description(dataset.labels)
-    ask, edit, repair = load_prompt("vt_phrases"), load_prompt("vt_edit"), load_prompt("vt_edit_repair")
+    ask, repair = load_prompt("vt_phrases"), load_prompt("vt_edit_repair")
+    edit = load_prompt("vt_edit_pair" if pair else "vt_edit")
     guard = LeakGuard.from_prompts(LEAK_SOURCES[METHOD])
     own = backend is None
     chat_backend = backend or create_backend(llm_config)
@@ -294,13 +297,15 @@ def generate_variations(
             ready = [k for k, o in enumerate(outcome) if "phrases" in o]
             messages = {k: (edit.render(task=task, labels=labels, label=str(examples[part[k][0]]["label"]),
                                         target=part[k][1], phrases=" | ".join(outcome[k]["phrases"]),
-                                        text=examples[part[k][0]]["text"] or ""), sampling[k]) for k in ready}
+                                        text=examples[part[k][0]][edited] or "",
+                                        **({"premise": examples[part[k][0]]["premise"] or ""} if pair else {})),
+                              sampling[k]) for k in ready}
             step2 = client.chat_many([ChatRequest(*messages[k]) for k in ready], cancel=token)
             result.sent += step2.sent
             retry = []
             for k, answer in zip(ready, step2.results, strict=True):
                 i, t = part[k]
-                item = _read(answer, examples[i]["text"] or "", dataset.labels, guard, ChatResult)
+                item = _read(answer, examples[i][edited] or "", dataset.labels, guard, ChatResult)
                 item.update(phrases=outcome[k]["phrases"], raw_phrases=outcome[k]["raw_phrases"])
                 item["problem"] = item.get("problem") or _pattern_problem(item.get("text") or "", chosen[i][0], matcher)
                 outcome[k] = item
@@ -315,13 +320,14 @@ def generate_variations(
                 result.sent += second.sent
                 for k, answer in zip(retry, second.results, strict=True):
                     i, t = part[k]
-                    again = _read(answer, examples[i]["text"] or "", dataset.labels, guard, ChatResult)
+                    again = _read(answer, examples[i][edited] or "", dataset.labels, guard, ChatResult)
                     again["problem"] = again.get("problem") or _pattern_problem(again.get("text") or "", chosen[i][0],
                                                                                 matcher)
                     again.update(phrases=outcome[k]["phrases"], raw_phrases=outcome[k]["raw_phrases"],
                                  repaired_from=outcome[k]["problem"])
                     outcome[k] = again
-            made, failed = project.writer.run(_store, run.id, key, part, outcome, examples, chosen, llm_config)
+            made, failed = project.writer.run(_store, run.id, key, part, outcome, examples, chosen, llm_config,
+                                              edited)
             result.created.extend(made)
             result.failed.extend(failed)
             finished = start + len(part)
@@ -345,7 +351,7 @@ def _pattern_problem(text: str, pattern: str, matcher: Matcher) -> str | None:
 
 def _store(conn: sqlite3.Connection, run_id: int, key: str, part: Sequence[tuple[int, str]],
            outcome: Sequence[dict[str, Any]], examples: Mapping[int, dict[str, Any]],
-           chosen: Mapping[int, tuple[str, str]], llm: LLMConfig) -> tuple[list[int], list[int]]:
+           chosen: Mapping[int, tuple[str, str]], llm: LLMConfig, edited: str = "text") -> tuple[list[int], list[int]]:
     from engine.text.distance import word_edit_distance
 
     created, failed = [], []
@@ -353,7 +359,7 @@ def _store(conn: sqlite3.Connection, run_id: int, key: str, part: Sequence[tuple
     for (i, target), item in zip(part, outcome, strict=True):
         conn.execute("DELETE FROM candidates WHERE example_id = ? AND target_label = ? AND method = ? "
                      "AND status = 'failed' AND json_extract(meta, '$.settings_key') = ?", (i, target, METHOD, key))
-        original = examples[i]["text"] or ""
+        original = examples[i][edited] or ""
         ok = not item.get("problem")
         text = item.get("text") if ok else None
         error = None if ok else (item.get("error") or {
@@ -363,14 +369,14 @@ def _store(conn: sqlite3.Connection, run_id: int, key: str, part: Sequence[tuple
         meta = {
             "settings_key": key, "run_id": run_id, "mode": METHOD, "backend": llm.backend, "model": llm.model,
             "original_label": examples[i]["label"], "pattern": chosen[i][0], "matched": chosen[i][1],
-            "phrases": item.get("phrases") or [], "generated": {"text": text} if ok else {},
+            "phrases": item.get("phrases") or [], "generated": {edited: text} if ok else {},
             "raw": (item.get("raw") or item.get("raw_phrases") or "")[:4000], "repaired_from": item.get("repaired_from"),
-            "error": error, "edit_distance": {"text": round(word_edit_distance(original, text), 4)} if ok else {},
+            "error": error, "edit_distance": {edited: round(word_edit_distance(original, text), 4)} if ok else {},
         }
         cursor = conn.execute(
             "INSERT INTO candidates (run_id, example_id, method, target_label, text, premise, hypothesis, scores, "
-            "meta, status, created_at) VALUES (?, ?, ?, ?, ?, NULL, NULL, '{}', ?, ?, ?)",
-            (run_id, i, METHOD, target, text, json.dumps(meta, ensure_ascii=False), "proposed" if ok else "failed",
-             stamp))
+            "meta, status, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, '{}', ?, ?, ?)",
+            (run_id, i, METHOD, target, *candidate_fields(edited, text, examples[i]), json.dumps(meta, ensure_ascii=False),
+             "proposed" if ok else "failed", stamp))
         (created if ok else failed).append(int(cursor.lastrowid))
     return created, failed

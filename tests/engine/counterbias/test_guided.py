@@ -75,7 +75,7 @@ def test_llm_only_and_core_edits_are_stored_judged_and_resumable(voted_project, 
                                        "keywords": ["dazzling", "generous", "adored"]}
 
 
-def test_guided_edits_refuse_pair_datasets_and_bad_settings(voted_project, tmp_path):
+def test_guided_edits_refuse_bad_settings_and_unusable_answers(voted_project, tmp_path):
     with pytest.raises(GenerationConfigError):
         GuidedSettings(method="magic")
     assert guided_problem("I'm sorry, but I can't rewrite this.", "A bad film.", ["Negative", "Positive"])

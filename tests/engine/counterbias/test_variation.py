@@ -142,3 +142,71 @@ def test_a_short_simple_pattern_is_chosen_over_a_long_match_of_about_the_same_f1
                    source="analyst")
     assert patterns_for(project, ds.id, {1: {"text": long_review, "label": "food"}},
                         Matcher(soft="forms"))[1][0] == "[greet]+*+[warmly]"
+
+
+PAIRS = [
+    ("A man in a red cap naps on a park bench.", "A man is sleeping outside.", "entailment"),   # pattern kept
+    ("Three girls splash in a fountain.", "The girls are dry indoors.", "contradiction"),       # no pattern: plain edit
+]
+
+
+def pair_reply(body):
+    user = [m["content"] for m in body["messages"] if m["role"] == "user"]
+    last = user[-1]
+    if "Pattern: " in last:
+        return "man is running | man is awake"
+    premise = re.search(r"\nPremise: (.*)", last).group(1)
+    hypothesis = re.search(r"\nHypothesis: (.*)", last).group(1)
+    assert premise in {p for p, _, _ in PAIRS}  # the premise is given as the context, unchanged
+    if "Phrases: " in last:
+        return hypothesis.replace("man is sleeping", "man is running")
+    return "Hypothesis: " + hypothesis.replace("are dry", "are wet")
+
+
+@pytest.fixture
+def pair_project(tmp_path):
+    src = tmp_path / "nli.csv"
+    with src.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["premise", "hypothesis", "label"])
+        w.writerows(PAIRS)
+    with Project.create(tmp_path / "nli.cbproj") as p:
+        ds = import_file(p, src, options=ImportOptions(name="nli")).dataset
+        assert ds.task == "pair"
+        store_patterns(p, ds.id, [ScoredPattern("[man]+AUX+VERB", "entailment", 1.0, 1.0, 1.0, 1, 1)])
+    p = Project.open(tmp_path / "nli.cbproj")
+    yield p
+    p.close()
+
+
+def test_pairs_edit_the_hypothesis_and_keep_the_premise(pair_project, stub):
+    """Of a premise/hypothesis pair the hypothesis carries the pattern and is edited (pattern-keeping, or a plain
+    edit where no pattern matches); the premise is shown as context and stored byte-identical."""
+    from engine.active.counterfactuals import VariationCounterfactuals
+
+    server = stub(reply=pair_reply)
+    config = LLMConfig(backend="openai", model="stub", base_url=server.base_url, max_retries=0)
+    ds = pair_project.dataset("nli")
+    ids = [int(r["id"]) for r in pair_project.iter_examples(ds.id)]
+    source = VariationCounterfactuals(pair_project, ds.id, config, settings=VariationSettings(targets="contradiction"))
+    try:
+        got = source(ids)
+    finally:
+        source.close()
+    assert got[ids[0]] == [((PAIRS[0][0], "A man is running outside."), "contradiction")]
+    rows = {r["example_id"]: r for r in candidate_rows(pair_project, dataset_id=ds.id)}
+    vt = rows[ids[0]]
+    assert vt["method"] == "vt" and vt["text"] is None and vt["premise"] == PAIRS[0][0]
+    assert vt["meta"]["generated"] == {"hypothesis": "A man is running outside."}
+    assert vt["meta"]["matched"] == "man is sleeping" and vt["scores"]["verdicts"]["pattern"]["status"] == "pass"
+    assert set(vt["meta"]["edit_distance"]) == {"hypothesis"}
+    # the second pair has no pattern of its label and no target of its own label: nothing for it
+    assert ids[1] not in got and ids[1] not in rows
+
+    from engine.counterbias.guided import GuidedSettings, generate_guided
+
+    made = generate_guided(pair_project, ds.id, [ids[1]], config, settings=GuidedSettings(method="llm",
+                                                                                          targets="entailment"))
+    plain = next(r for r in candidate_rows(pair_project, dataset_id=ds.id) if r["id"] in made.created)
+    assert (plain["premise"], plain["hypothesis"]) == (PAIRS[1][0], "The girls are wet indoors.")
+    assert plain["text"] is None and plain["meta"]["generated"] == {"hypothesis": "The girls are wet indoors."}
