@@ -39,7 +39,8 @@ if TYPE_CHECKING:
     from engine.llm.config import LLMConfig
     from engine.store.project import Project
 
-__all__ = ["Guide", "GuidedResult", "GuidedSettings", "generate_guided", "guided_problem"]
+__all__ = ["NLI_WANTED", "Guide", "GuidedResult", "GuidedSettings", "generate_guided", "guided_problem", "premise_problem",
+           "wanted_label"]
 
 METHODS = ("core", "llm")
 #: Excerpts quoted in the prompt (the keywords come from all of them).
@@ -246,7 +247,8 @@ def generate_guided(
                 seed = settings.seed + int(hashlib.sha256(f"{i}:{target}".encode()).hexdigest()[:6], 16) % 1000
                 context = {"premise": examples[i]["premise"] or ""} if pair else {}
                 messages.append((prompt.render(
-                    task=task, labels=", ".join(dataset.labels), label=str(examples[i]["label"]), target=target,
+                    task=task, labels=", ".join(dataset.labels), label=str(examples[i]["label"]),
+                    target=wanted_label(target) if pair else target,
                     guide=_guide_block(guide, settings), text=examples[i][edited] or "", **context),
                     {"temperature": settings.temperature, "seed": seed, "max_tokens": settings.max_tokens}))
             first = client.chat_many([ChatRequest(m, p) for m, p in messages], cancel=token)
@@ -254,7 +256,7 @@ def generate_guided(
             outcome: list[dict[str, Any]] = []
             retry = []
             for k, ((i, target), answer) in enumerate(zip(part, first.results, strict=True)):
-                item = _read(answer, examples[i][edited] or "", dataset.labels, guard, ChatResult)
+                item = _read(answer, examples[i], edited, dataset.labels, guard, ChatResult)
                 outcome.append(item)
                 if item.get("problem") and item.get("retriable_by_repair"):
                     retry.append(k)
@@ -269,7 +271,7 @@ def generate_guided(
                 result.sent += second.sent
                 for k, answer in zip(retry, second.results, strict=True):
                     i = part[k][0]
-                    again = _read(answer, examples[i][edited] or "", dataset.labels, guard, ChatResult)
+                    again = _read(answer, examples[i], edited, dataset.labels, guard, ChatResult)
                     again["repaired_from"] = outcome[k].get("problem")
                     outcome[k] = again
             made, failed = project.writer.run(_store, run.id, method, key, part, outcome, examples, guides or {},
@@ -288,16 +290,62 @@ def generate_guided(
     return result
 
 
-def _read(answer: Any, original: str, labels: Sequence[str], guard: Any, chat_result: type) -> dict[str, Any]:
-    """An answer as ``{"text", "raw", "problem", "retriable_by_repair", "error"}``."""
+#: What each NLI label asks of a new hypothesis, said beside the wanted label in the pair prompts (a small
+#: model otherwise reaches for a negation whatever the label).
+NLI_WANTED = {"entailment": "the premise makes the new hypothesis certainly true",
+              "contradiction": "the premise makes the new hypothesis certainly false",
+              "neutral": "the premise leaves the new hypothesis open: it may be true or false"}
+
+
+def wanted_label(target: str) -> str:
+    """The wanted label as the pair prompts say it: an NLI label with what it asks, another label as it is.
+
+    Examples
+    --------
+    >>> wanted_label("Contradiction")
+    'Contradiction (the premise makes the new hypothesis certainly false)'
+    >>> wanted_label("paraphrase")
+    'paraphrase'
+    """
+    gloss = NLI_WANTED.get(target.strip().lower())
+    return f"{target} ({gloss})" if gloss else target
+
+
+def premise_problem(text: str, original: str, premise: str | None) -> str | None:
+    """Why a new hypothesis is the premise again rather than an edit of the hypothesis, or ``None``.
+
+    A new hypothesis closer (word edit distance) to the premise than to the hypothesis it edits
+    copies the premise: a small model's way out of a pair it cannot edit.
+
+    Examples
+    --------
+    >>> premise_problem("Three men trudge through the snow on snowshoes.", "Three men are lost.",
+    ...                 "Three men trudge through the snow on snowshoes.")
+    'It repeats the premise instead of editing the hypothesis.'
+    >>> premise_problem("Three men are resting.", "Three men are lost.", "Three men trudge through the snow.") is None
+    True
+    """
+    from engine.text.distance import word_edit_distance
+
+    if premise and word_edit_distance(premise, text) < word_edit_distance(original, text):
+        return "It repeats the premise instead of editing the hypothesis."
+    return None
+
+
+def _read(answer: Any, example: Mapping[str, Any], edited: str, labels: Sequence[str], guard: Any,
+          chat_result: type) -> dict[str, Any]:
+    """An answer editing ``example[edited]`` as ``{"text", "raw", "problem", "retriable_by_repair", "error"}``."""
     from engine.counterbias.generate import clean_reconstruction
 
     if not isinstance(answer, chat_result):
         return {"problem": f"{answer.code} {answer.message}", "error": {
             "step": "edit", "message": answer.message, "hint": answer.hint, "retriable": answer.retriable}}
     raw = answer.text or ""
+    original = example[edited] or ""
     text, problem = clean_reconstruction(raw, original, labels=labels)
     problem = problem or guided_problem(text, original, labels, guard)
+    if edited == "hypothesis":
+        problem = problem or premise_problem(text, original, example.get("premise"))
     if problem is None and answer.finish_reason == "length":
         problem = "It was cut off at the token limit."
     return {"text": text, "raw": raw, "problem": problem, "retriable_by_repair": problem is not None}

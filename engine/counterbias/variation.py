@@ -215,7 +215,7 @@ def generate_variations(
         Finished chunks are stored.
     """
     from engine.counterbias.generate import _rate
-    from engine.counterbias.guided import _read
+    from engine.counterbias.guided import _read, wanted_label
     from engine.counterbias.leak import LEAK_SOURCES, LeakGuard
     from engine.counterbias.settings import GenerateSettings
     from engine.counterbias.verify import judge_candidates
@@ -296,7 +296,7 @@ def generate_variations(
                     outcome.append({"phrases": phrases, "raw_phrases": answer.text})
             ready = [k for k, o in enumerate(outcome) if "phrases" in o]
             messages = {k: (edit.render(task=task, labels=labels, label=str(examples[part[k][0]]["label"]),
-                                        target=part[k][1], phrases=" | ".join(outcome[k]["phrases"]),
+                                        target=wanted_label(part[k][1]) if pair else part[k][1], phrases=" | ".join(outcome[k]["phrases"]),
                                         text=examples[part[k][0]][edited] or "",
                                         **({"premise": examples[part[k][0]]["premise"] or ""} if pair else {})),
                               sampling[k]) for k in ready}
@@ -305,7 +305,7 @@ def generate_variations(
             retry = []
             for k, answer in zip(ready, step2.results, strict=True):
                 i, t = part[k]
-                item = _read(answer, examples[i][edited] or "", dataset.labels, guard, ChatResult)
+                item = _read(answer, examples[i], edited, dataset.labels, guard, ChatResult)
                 item.update(phrases=outcome[k]["phrases"], raw_phrases=outcome[k]["raw_phrases"])
                 item["problem"] = item.get("problem") or _pattern_problem(item.get("text") or "", chosen[i][0], matcher)
                 outcome[k] = item
@@ -320,7 +320,7 @@ def generate_variations(
                 result.sent += second.sent
                 for k, answer in zip(retry, second.results, strict=True):
                     i, t = part[k]
-                    again = _read(answer, examples[i][edited] or "", dataset.labels, guard, ChatResult)
+                    again = _read(answer, examples[i], edited, dataset.labels, guard, ChatResult)
                     again["problem"] = again.get("problem") or _pattern_problem(again.get("text") or "", chosen[i][0],
                                                                                 matcher)
                     again.update(phrases=outcome[k]["phrases"], raw_phrases=outcome[k]["raw_phrases"],

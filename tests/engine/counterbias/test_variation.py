@@ -152,15 +152,19 @@ PAIRS = [
 
 def pair_reply(body):
     user = [m["content"] for m in body["messages"] if m["role"] == "user"]
-    last = user[-1]
-    if "Pattern: " in last:
+    if "Pattern: " in user[-1]:
         return "man is running | man is awake"
-    premise = re.search(r"\nPremise: (.*)", last).group(1)
-    hypothesis = re.search(r"\nHypothesis: (.*)", last).group(1)
+    asked = [u for u in user if "\nHypothesis: " in u][-1]
+    premise = re.search(r"\nPremise: (.*)", asked).group(1)
+    hypothesis = re.search(r"\nHypothesis: (.*)", asked).group(1)
     assert premise in {p for p, _, _ in PAIRS}  # the premise is given as the context, unchanged
-    if "Phrases: " in last:
+    if "Phrases: " in asked:
         return hypothesis.replace("man is sleeping", "man is running")
-    return "Hypothesis: " + hypothesis.replace("are dry", "are wet")
+    assert "Wanted label: entailment (the premise makes the new hypothesis certainly true)" in asked
+    if user[-1].startswith("That answer cannot be used"):
+        assert "repeats the premise" in user[-1]
+        return "Hypothesis: " + hypothesis.replace("are dry", "are wet")
+    return premise  # copies the premise: repaired once
 
 
 @pytest.fixture
@@ -210,3 +214,4 @@ def test_pairs_edit_the_hypothesis_and_keep_the_premise(pair_project, stub):
     plain = next(r for r in candidate_rows(pair_project, dataset_id=ds.id) if r["id"] in made.created)
     assert (plain["premise"], plain["hypothesis"]) == (PAIRS[1][0], "The girls are wet indoors.")
     assert plain["text"] is None and plain["meta"]["generated"] == {"hypothesis": "The girls are wet indoors."}
+    assert plain["meta"]["repaired_from"] == "It repeats the premise instead of editing the hypothesis."
