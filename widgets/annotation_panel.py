@@ -238,12 +238,15 @@ class AnnotationPanel(QWidget):
         self._enable()
 
     def show_counterfactuals(self, rows: Sequence[dict[str, Any]], labels_given: dict[int, str]) -> None:
-        """Candidates of the current example: ``id``, ``text``, ``target_label``, ``status``, ``scores``, ``meta``."""
+        """Candidates of the current example: ``id``, ``text`` (or a pair's ``hypothesis``), ``target_label``,
+        ``status``, ``scores``, ``meta``."""
         self._candidates = list(rows)
         self.cf_table.setRowCount(len(rows))
         for r, row in enumerate(rows):
             failed = row["status"] == "failed"
-            text = row.get("text") or f"(failed: {(row.get('meta') or {}).get('error', {}).get('message', '')})"
+            # a pair's counterfactual is its new hypothesis (the premise is the example's, shown above)
+            text = (f"(failed: {(row.get('meta') or {}).get('error', {}).get('message', '')})" if failed
+                    else row.get("text") or row.get("hypothesis") or "")
             meta = row.get("meta") or {}
             tip = text
             if meta.get("pattern"):
