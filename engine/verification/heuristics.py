@@ -201,7 +201,9 @@ _COMMENTARY = re.compile(
     r"\b(?:the|this) (?:movie |film )?review(?:er)?(?:'s)? (?:is|was|has|expresses|seems|praises|mentions|says|"
     r"highlights|concludes|recommends|states|describes)\b"
     r"|\bthe reviewers?\b|\bthe (?:original|edited|rewritten|revised) (?:review|text|sentence|version)\b"
-    r"|\bhas been (?:edited|rewritten|changed|modified)\b|\bthe (?:overall )?(?:tone|sentiment) (?:is|of)\b",
+    r"|\bhas been (?:edited|rewritten|changed|modified)\b|\bthe (?:overall )?(?:tone|sentiment) (?:is|of)\b"
+    r"|\bthe (?:new |edited |original |given )?(?:hypothesis|premise) (?:is|was|states|says|suggests|implies|means|"
+    r"shows|describes|contradicts|entails)\b",
     re.IGNORECASE)
 
 
@@ -217,6 +219,8 @@ def commentary(new: str, original: str = "") -> str | None:
     'describes the text: "The movie review is"'
     >>> commentary("I loved it. The reviewer in the paper was wrong.", "I hated it. The reviewer in the paper was wrong.") is None
     True
+    >>> commentary("The hypothesis states that two young boys are playing a game.", "Two young boys are playing.")
+    'describes the text: "The hypothesis states"'
     """
     for match in _COMMENTARY.finditer(new):
         if match.group(0).lower() not in original.lower():

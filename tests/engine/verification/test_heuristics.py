@@ -210,3 +210,11 @@ def test_repetition_flags_a_clause_said_twice_but_not_the_originals_own():
     verdict = run_checks(subject, CandidateFilter(), ["repetition"])["repetition"]
     assert verdict.status == "fail" and "twice" in verdict.reason
     assert "repetition" in CandidateFilter().required()
+
+
+def test_a_new_hypothesis_that_talks_about_the_pair_is_commentary():
+    """Recorded from the bundled 1.5B model editing a CAD NLI hypothesis toward entailment (stop 45)."""
+    original = "Two young boys are playing a game."
+    assert heuristics.commentary("The hypothesis states that two young boys are playing a game.", original)
+    assert heuristics.commentary("The premise implies that the boys are outside.", original)
+    assert heuristics.commentary("Two young boys are playing in the sand.", original) is None
