@@ -4,6 +4,8 @@ and the session is restored after reopening. The LLM is a real loopback HTTP ser
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from app.main_window import MainWindow
@@ -136,3 +138,79 @@ def test_label_ten_see_counterfactuals_decide_and_the_curve_grows(window, qtbot,
     _idle(win, qtbot)
     qtbot.waitUntil(lambda: panel.queue.count() == 10, timeout=30_000)
     assert len(panel.curve.getData()[0]) == len(curve)
+
+
+PAIRS = [
+    ("A woman in a red coat feeds pigeons in a square.", "A woman is feeding birds.", "entailment"),
+    ("A woman in a red coat feeds pigeons in a square.", "A woman is asleep at home.", "contradiction"),
+    ("A woman in a red coat feeds pigeons in a square.", "A woman is waiting for her son.", "neutral"),
+    ("Two boys race paper boats down a gutter after rain.", "Children are playing outside.", "entailment"),
+    ("Two boys race paper boats down a gutter after rain.", "The boys are indoors doing homework.", "contradiction"),
+    ("Two boys race paper boats down a gutter after rain.", "The boys are brothers.", "neutral"),
+    ("An old man tunes a violin on a porch.", "A man holds an instrument.", "entailment"),
+    ("An old man tunes a violin on a porch.", "A man is swimming.", "contradiction"),
+    ("An old man tunes a violin on a porch.", "The man plays in an orchestra.", "neutral"),
+]
+
+
+def _pair_reply(body):
+    user = [m["content"] for m in body["messages"] if m["role"] == "user"][-1]
+    if "\nHypothesis: " in user:
+        return "Nobody " + user.split("\nHypothesis: ", 1)[1].split(" ", 2)[-1]
+    return "CANNOT"
+
+
+def test_pairs_show_premise_and_hypothesis_and_their_new_hypotheses(qtbot, tmp_path):
+    """A premise/hypothesis dataset in the Annotate tab: the example shows both texts; each labelled pair gets plain
+    edits of its hypothesis (the premise kept), listed by their new hypothesis."""
+    server = StubServer(reply=_pair_reply).start()
+    csv = tmp_path / "nli.csv"
+    csv.write_text("premise,hypothesis,label\n" + "".join(f'"{p}","{h}",{lab}\n' for p, h, lab in PAIRS),
+                   encoding="utf-8")
+    path = tmp_path / "nli.cbproj"
+    with Project.create(path) as p:
+        import_file(p, csv, options=ImportOptions(name="nli"))
+    settings = Settings()
+    for key, value in {"backend": "openai", "model": "stub", "base_url": server.base_url, "samples": 1}.items():
+        settings.set(f"llm_{key}", value)
+    win = MainWindow(settings)
+    qtbot.addWidget(win)
+    win.resize(1500, 950)
+    win.show()
+    try:
+        assert win.open_project(path)
+        win.select_dataset(win.session.project.dataset("nli").id)
+        ctl, panel = win.annotation, win.annotation_panel
+        ctl.learner = "tfidf-lr"
+        win.show_annotation_tab()
+        _idle(win, qtbot)
+        panel.strategy.setCurrentIndex(panel.strategy.findData("random"))
+        panel.batch.setValue(3)
+        panel.counterfactuals.setCurrentIndex(panel.counterfactuals.findData("llm"))
+        panel.next_button.click()
+        qtbot.waitUntil(lambda: panel.queue.count() == 3, timeout=60_000)
+        project, dataset = win.session.project, win.session.dataset
+        rows = {int(r["id"]): r for r in project.examples(ctl.queue)}
+        shown = panel.text.toPlainText()
+        first = rows[ctl.current]
+        assert f"premise: {first['premise']}" in shown and f"hypothesis: {first['hypothesis']}" in shown
+        for _ in range(3):
+            example = ctl.current
+            panel.label_buttons[dataset.labels.index(str(rows[example]["label"]))].click()
+            qtbot.waitUntil(lambda example=example: example in ctl.labels, timeout=10_000)
+        _idle(win, qtbot)
+        panel.queue.setCurrentRow(0)
+        qtbot.waitUntil(lambda: ctl.current == ctl.queue[0], timeout=5_000)
+        made = [r for r in candidate_rows(project, example_ids=[ctl.queue[0]]) if r["method"] == "llm"]
+        assert len(made) == 2 and all(r["premise"] == rows[ctl.queue[0]]["premise"] for r in made)
+        assert panel.cf_table.rowCount() == 2
+        assert {r["status"] for r in made} == {"proposed"} and all(r["text"] is None for r in made)
+        cells = {panel.cf_table.item(k, 0).text() for k in range(2)}
+        assert cells == {r["hypothesis"] for r in made} and all(c.startswith("Nobody ") for c in cells)
+        win.grab().save(str(tmp_path / "annotate_pairs.png"))
+        if os.environ.get("CB_SHOT_DIR"):
+            win.grab().save(os.path.join(os.environ["CB_SHOT_DIR"], "annotate_pairs.png"))
+    finally:
+        win.jobs.wait_for_done(60_000)
+        win.close()
+        server.close()
