@@ -19,12 +19,15 @@ Stages, as the paper (Gebreegziabher et al.) filters its counterfactuals:
 At each stage: LFR (the judge gives the target label), SLFR (the judge no longer gives the
 original label) and PKR (the pattern still matches). The judge is independent of the project:
 a TF-IDF logistic regression trained on the other IMDb train reviews with the same four classes
-(its accuracy on the 500 originals is printed). Counts of "cannot" answers and phrase failures are
+(its accuracy on the 500 originals is printed); for a premise/hypothesis dataset (CAD NLI built
+by ``al-data cad-nli --mode pair``), a logistic regression on MiniLM pair features trained on
+every CAD NLI train pair — original or human revision — whose premise is not in the project. Counts of "cannot" answers and phrase failures are
 printed too. The project in ``--out`` is kept: a rerun sends no request already answered.
 
 Run: ``nice -n 10 python benchmarks/vt_filters.py [--examples 8] [--model qwen2.5-coder-1.5b]``.
 ``--project P [--dataset NAME]`` measures the pattern-keeping candidates already in a project (e.g. those the
-active-learning simulation made with ``al-simulate --counterfactuals vt``) and generates nothing.
+active-learning simulation made with ``al-simulate --counterfactuals vt``) and generates nothing; of a pair
+dataset the new hypotheses are measured (the premise kept).
 """
 
 from __future__ import annotations
@@ -68,6 +71,23 @@ def tfidf_judge(train_gz: Path, exclude: set[str]):
     return model, len(texts)
 
 
+def nli_judge(cad_nli: Path, exclude_premises: set[str], cache: Path | None = None):
+    """A 3-class LR on MiniLM pair features, trained on the CAD NLI train pairs (originals and human revisions)
+    whose premise is not in ``exclude_premises``; returns ``(model, n_train)``, ``model.predict([(p, h), …])``."""
+    from engine.active.datasets import _read_tsv
+    from engine.active.learners import make_learner
+
+    texts, labels = [], []
+    for folder in ("original", "revised_hypothesis"):
+        for row in _read_tsv(cad_nli / folder / "train.tsv"):
+            if row["sentence1"] not in exclude_premises:
+                texts.append((row["sentence1"], row["sentence2"]))
+                labels.append(row["gold_label"])
+    learner = make_learner("embed-lr", **({"cache": cache} if cache else {}))
+    learner.prepare(texts)
+    return learner.fit(texts, labels, 0), len(texts)
+
+
 def main() -> int:
     from engine.active.datasets import build_imdb_fine
     from engine.counterbias import candidate_rows
@@ -94,7 +114,9 @@ def main() -> int:
             print(f"no project at {args.project}", file=sys.stderr)
             return 3
         with Project.open(args.project) as project:
-            rows = {int(r["id"]): dict(r) for r in project.iter_examples(project.dataset(args.dataset).id)}
+            info = project.dataset(args.dataset)
+            args.pair = info.task == "pair"
+            rows = {int(r["id"]): dict(r) for r in project.iter_examples(info.id)}
             cands = [r for r in candidate_rows(project, example_ids=list(rows)) if r["method"] == "vt"]
         print(f"{args.project}: {len(cands)} pattern-keeping candidates of {len({c['example_id'] for c in cands})} "
               f"examples of {args.dataset!r}")
@@ -152,12 +174,21 @@ def measure_filters(args: argparse.Namespace, rows: dict[int, dict], cands: list
 
     matcher = Matcher("embedding")
     args.out.mkdir(parents=True, exist_ok=True)
-    exclude = {str(r["text"]).lower() for r in rows.values()}
-    judge, n_train = tfidf_judge(args.data / "imdb_maas" / "train.tsv.gz", exclude)
-    originals = [str(r["text"]) for r in rows.values()]
+    pair = getattr(args, "pair", False)
+    field = "hypothesis" if pair else "text"
+    if pair:
+        judge, n_train = nli_judge(args.data / "cad" / "NLI", {str(r["premise"]) for r in rows.values()},
+                                   args.out / "nli_judge_embeddings.npz")
+        originals = [(str(r["premise"]), str(r["hypothesis"])) for r in rows.values()]
+        what, chance = f"embed-lr on {n_train:,} CAD NLI train pairs with other premises", 1 / 3
+    else:
+        exclude = {str(r["text"]).lower() for r in rows.values()}
+        judge, n_train = tfidf_judge(args.data / "imdb_maas" / "train.tsv.gz", exclude)
+        originals = [str(r["text"]) for r in rows.values()]
+        what, chance = f"TF-IDF LR on {n_train:,} other IMDb train reviews", 0.25
     accuracy = sum(p == str(r["label"]) for p, r in zip(judge.predict(originals), rows.values(), strict=True))
-    print(f"judge: TF-IDF LR on {n_train:,} other IMDb train reviews, accuracy on the 500 originals "
-          f"{accuracy / len(originals):.3f} (chance 0.25)")
+    print(f"judge: {what}, accuracy on the {len(originals)} originals {accuracy / len(originals):.3f} "
+          f"(chance {chance:.2f})")
 
     from engine.counterbias.generate import clean_reconstruction
 
@@ -167,7 +198,7 @@ def measure_filters(args: argparse.Namespace, rows: dict[int, dict], cands: list
         meta = c["meta"]
         error = meta.get("error") or {}
         if c["status"] != "failed":
-            text = c["text"]
+            text = c[field]
             heuristic_ok = True
         elif error.get("step") == "cannot":
             cannot += 1
@@ -176,7 +207,7 @@ def measure_filters(args: argparse.Namespace, rows: dict[int, dict], cands: list
             phrase_failures += 1
             continue
         else:
-            text, _ = clean_reconstruction(meta.get("raw") or "", str(rows[c["example_id"]]["text"]))
+            text, _ = clean_reconstruction(meta.get("raw") or "", str(rows[c["example_id"]][field]))
             heuristic_ok = "no longer matches the pattern" in (error.get("message") or "")
             if not text:
                 phrase_failures += 1
@@ -187,7 +218,8 @@ def measure_filters(args: argparse.Namespace, rows: dict[int, dict], cands: list
     if not items:
         print("no edits to measure")
         return 1
-    predicted = judge.predict([it["text"] for it in items])
+    predicted = judge.predict([(str(rows[it["example_id"]]["premise"]), it["text"]) if pair else it["text"]
+                               for it in items])
     for it, p in zip(items, predicted, strict=True):
         it["judge"] = str(p)
         it["kept"] = matcher.matches(it["pattern"], it["text"])
@@ -214,7 +246,9 @@ def measure_filters(args: argparse.Namespace, rows: dict[int, dict], cands: list
     out = args.out / "vt_filters.jsonl"
     with open(out, "w", encoding="utf-8") as f:
         for it in items:
-            f.write(json.dumps({**it, "original": str(rows[it["example_id"]]["text"])}, ensure_ascii=False) + "\n")
+            f.write(json.dumps({**it, "original": str(rows[it["example_id"]][field]),
+                                **({"premise": str(rows[it["example_id"]]["premise"])} if pair else {})},
+                               ensure_ascii=False) + "\n")
     print(f"edits written to {out}; total {time.perf_counter() - started:.0f} s")
     return 0
 
