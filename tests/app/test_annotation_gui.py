@@ -34,14 +34,13 @@ def server():
     s.close()
 
 
-@pytest.fixture
-def window(qtbot, tmp_path, server):
-    csv = tmp_path / "d.csv"
-    rows = [(t, "pos") for t in POS + MORE_POS] + [(t, "neg") for t in NEG + MORE_NEG]
-    csv.write_text("text,label\n" + "".join(f'"{t}",{lab}\n' for t, lab in rows), encoding="utf-8")
-    path = tmp_path / "ann.cbproj"
+def _open_window(qtbot, csv_text, name, server, tmp_path):
+    """A real main window on a new project holding one imported dataset, the LLM set to ``server``."""
+    csv = tmp_path / f"{name}.csv"
+    csv.write_text(csv_text, encoding="utf-8")
+    path = tmp_path / f"{name}.cbproj"
     with Project.create(path) as p:
-        import_file(p, csv, options=ImportOptions(name="reviews"))
+        import_file(p, csv, options=ImportOptions(name=name))
     settings = Settings()
     for key, value in {"backend": "openai", "model": "stub", "base_url": server.base_url, "samples": 1}.items():
         settings.set(f"llm_{key}", value)
@@ -50,7 +49,15 @@ def window(qtbot, tmp_path, server):
     win.resize(1500, 950)
     win.show()
     assert win.open_project(path)
-    win.select_dataset(win.session.project.dataset("reviews").id)
+    win.select_dataset(win.session.project.dataset(name).id)
+    return win
+
+
+@pytest.fixture
+def window(qtbot, tmp_path, server):
+    rows = [(t, "pos") for t in POS + MORE_POS] + [(t, "neg") for t in NEG + MORE_NEG]
+    win = _open_window(qtbot, "text,label\n" + "".join(f'"{t}",{lab}\n' for t, lab in rows), "reviews", server,
+                       tmp_path)
     yield win
     win.jobs.wait_for_done(60_000)
     win.close()
@@ -164,22 +171,9 @@ def test_pairs_show_premise_and_hypothesis_and_their_new_hypotheses(qtbot, tmp_p
     """A premise/hypothesis dataset in the Annotate tab: the example shows both texts; each labelled pair gets plain
     edits of its hypothesis (the premise kept), listed by their new hypothesis."""
     server = StubServer(reply=_pair_reply).start()
-    csv = tmp_path / "nli.csv"
-    csv.write_text("premise,hypothesis,label\n" + "".join(f'"{p}","{h}",{lab}\n' for p, h, lab in PAIRS),
-                   encoding="utf-8")
-    path = tmp_path / "nli.cbproj"
-    with Project.create(path) as p:
-        import_file(p, csv, options=ImportOptions(name="nli"))
-    settings = Settings()
-    for key, value in {"backend": "openai", "model": "stub", "base_url": server.base_url, "samples": 1}.items():
-        settings.set(f"llm_{key}", value)
-    win = MainWindow(settings)
-    qtbot.addWidget(win)
-    win.resize(1500, 950)
-    win.show()
+    win = _open_window(qtbot, "premise,hypothesis,label\n" + "".join(f'"{p}","{h}",{lab}\n' for p, h, lab in PAIRS),
+                       "nli", server, tmp_path)
     try:
-        assert win.open_project(path)
-        win.select_dataset(win.session.project.dataset("nli").id)
         ctl, panel = win.annotation, win.annotation_panel
         ctl.learner = "tfidf-lr"
         win.show_annotation_tab()
