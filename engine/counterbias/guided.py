@@ -39,8 +39,8 @@ if TYPE_CHECKING:
     from engine.llm.config import LLMConfig
     from engine.store.project import Project
 
-__all__ = ["NLI_WANTED", "Guide", "GuidedResult", "GuidedSettings", "generate_guided", "guided_problem", "premise_problem",
-           "wanted_label"]
+__all__ = ["NLI_WANTED", "Guide", "GuidedResult", "GuidedSettings", "generate_guided", "guided_problem",
+           "premise_problem", "wanted_label"]
 
 METHODS = ("core", "llm")
 #: Excerpts quoted in the prompt (the keywords come from all of them).

@@ -376,7 +376,7 @@ def _store(conn: sqlite3.Connection, run_id: int, key: str, part: Sequence[tuple
         cursor = conn.execute(
             "INSERT INTO candidates (run_id, example_id, method, target_label, text, premise, hypothesis, scores, "
             "meta, status, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, '{}', ?, ?, ?)",
-            (run_id, i, METHOD, target, *candidate_fields(edited, text, examples[i]), json.dumps(meta, ensure_ascii=False),
-             "proposed" if ok else "failed", stamp))
+            (run_id, i, METHOD, target, *candidate_fields(edited, text, examples[i]),
+             json.dumps(meta, ensure_ascii=False), "proposed" if ok else "failed", stamp))
         (created if ok else failed).append(int(cursor.lastrowid))
     return created, failed
