@@ -296,7 +296,8 @@ def generate_variations(
                     outcome.append({"phrases": phrases, "raw_phrases": answer.text})
             ready = [k for k, o in enumerate(outcome) if "phrases" in o]
             messages = {k: (edit.render(task=task, labels=labels, label=str(examples[part[k][0]]["label"]),
-                                        target=wanted_label(part[k][1]) if pair else part[k][1], phrases=" | ".join(outcome[k]["phrases"]),
+                                        target=wanted_label(part[k][1]) if pair else part[k][1],
+                                        phrases=" | ".join(outcome[k]["phrases"]),
                                         text=examples[part[k][0]][edited] or "",
                                         **({"premise": examples[part[k][0]]["premise"] or ""} if pair else {})),
                               sampling[k]) for k in ready}
