@@ -13,7 +13,7 @@ project, each with a fresh (empty) LLM cache:
 The model is loaded before the clock starts. For each it prints wall time, LLM requests,
 candidates made, *examples per hour* (candidates that passed the generation checks, per hour)
 and the *share of slots whose candidate passed the checks* (parallelism must not cost quality),
-then the ratio of the two rates. Goal: >= 3x on the full size.
+then the ratio of the two rates, and each mode's requests by prompt. Goal: >= 3x on the full size.
 
     python benchmarks/local_llm_throughput.py [--n 40] [--model qwen2.5-coder-1.5b] [--slots 4] [--threads N]
     python benchmarks/local_llm_throughput.py --compare threads [--n 8]
@@ -38,6 +38,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -87,6 +88,26 @@ def copy_project(template: Path, name: str) -> Path:
     return dst
 
 
+def requests_by_prompt(requests: Iterable[str]) -> dict[str, int]:
+    """How many of the cached ``requests`` (JSON) each prompt file made, most first; a request is told by its system
+    message (a repair or a second ask continues its first request's messages and counts under that prompt; ``other``
+    when no file under ``resources/prompts`` has it)."""
+    from engine.llm.prompts import load_prompt
+
+    names = sorted(f.stem for f in (ROOT / "resources" / "prompts").glob("*.md"))
+    systems = {}
+    for name in names:
+        first = load_prompt(name).messages[0]
+        if first["role"] == "system":
+            systems.setdefault(first["content"], name)
+    counts: dict[str, int] = {}
+    for request in requests:
+        messages = json.loads(request).get("messages") or [{}]
+        name = systems.get(messages[0].get("content", ""), "other")
+        counts[name] = counts.get(name, 0) + 1
+    return dict(sorted(counts.items(), key=lambda kv: -kv[1]))
+
+
 def run_mode(template: Path, name: str, model: str, slots: int, threads: int | None, max_tokens: int,
              **settings: object) -> dict:
     """Generate one candidate per review with ``slots`` llama.cpp slots (and ``settings`` of the generation);
@@ -120,12 +141,14 @@ def run_mode(template: Path, name: str, model: str, slots: int, threads: int | N
             seconds = time.perf_counter() - t0
             # every step's requests (the triple step has its own client): the cache was empty before
             sent = int(project.db.execute("SELECT COUNT(*) FROM llm_cache").fetchone()[0])
+            by_prompt = requests_by_prompt(r[0] for r in project.db.execute("SELECT request FROM llm_cache"))
     finally:
         backend.close()
     made, failed = len(result.created), len(result.failed)
     slots_total = made + failed
     return {
         "mode": name, "runs_on": backend.describe(), "seconds": round(seconds, 1), "requests_sent": sent,
+        "requests_by_prompt": by_prompt,
         "thread_switches": switches,
         "slots": slots_total, "made": made, "failed": failed,
         "examples_per_hour": round(made / seconds * 3600, 1) if seconds else 0.0,
@@ -180,6 +203,8 @@ def main() -> int:
         print(f"{r['mode']:<13} {n_slots:>5} {r['seconds']:>8.1f} {r['requests_sent']:>8} {r['made']:>5} "
               f"{r['failed']:>6} {r['examples_per_hour']:>10.1f} {r['pass_share']:>10.3f}  {r['runs_on']}"
               + (f" · loaded again on {r['thread_switches']} threads during the run" if r["thread_switches"] else ""))
+    for r in rows:
+        print(f"{r['mode']} requests by prompt: " + ", ".join(f"{k} {v}" for k, v in r["requests_by_prompt"].items()))
     print(f"{rows[1]['mode']} / {rows[0]['mode']}: {ratio:.2f}x examples per hour ({slot_ratio:.2f}x slots processed "
           "per hour); goal >= 3x")
     print(json.dumps({"rows": rows, "ratio": round(ratio, 3), "slot_ratio": round(slot_ratio, 3)}))
