@@ -23,7 +23,9 @@ few-shot prefix shared by every request of a step is computed once *per slot*, n
 request. A slot does not borrow another slot's prefix (measured with this runtime: llama.cpp's
 RAM prompt cache handed no prefix across slots, whether the first request of a batch went
 alone or not; an empty slot is never loaded from it), so each extra slot pays the prefix
-once per step.
+once per step. Within one slot it does: edit mode's readings, edits and markings alternate, and
+the slot gets each prompt's prefix back from RAM (replayed requests of an edit run: 88 % of the
+prompt tokens cached; without the RAM cache the readings evaluated 54 % more tokens).
 
 Measured on a 2-core CPU under load, 1 thread (noisy): with every slot already holding the
 prefix, four slots decode Qwen2.5-Coder-1.5B at about twice the tokens per second of one
