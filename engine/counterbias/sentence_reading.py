@@ -35,7 +35,7 @@ from engine.registry import Registry
 
 if TYPE_CHECKING:
     from engine.llm.cache import CachedClient
-    from engine.progress import CancelToken
+    from engine.progress import CancelToken, ProgressFn
     from engine.store.project import Project
 
 __all__ = ["LLMAsker", "LLMReader", "MIN_WORDS_MEMBERS", "SENTENCE_READERS", "UnknownReaderError", "create_reader", "members_polar", "none_word",
@@ -118,15 +118,17 @@ class LLMReader(LLMAsker):
 
         return parse_label(answer, [*self.labels, self.none])
 
-    def read(self, sentences: Sequence[str]) -> list[str | None]:
-        """The label each sentence speaks for, :attr:`none` for none, ``None`` for no verdict."""
+    def read(self, sentences: Sequence[str], progress: ProgressFn | None = None) -> list[str | None]:
+        """The label each sentence speaks for, :attr:`none` for none, ``None`` for no verdict (``progress`` follows
+        the first requests of the sentences not read yet)."""
         from engine.llm.base import ChatRequest, ChatResult
+        from engine.progress import no_progress
 
         todo = list(dict.fromkeys(s for s in sentences if s and s not in self._read and s not in self.failed))
         if todo:
             messages = [self._messages(s) for s in todo]
             first = self.client.chat_many([ChatRequest(m, dict(READ_PARAMS)) for m in messages],
-                                          cancel=self.cancel).results
+                                          progress=progress or no_progress, cancel=self.cancel).results
             found = [self._parse(a.text) if isinstance(a, ChatResult) else None for a in first]
             again = [i for i, (a, f) in enumerate(zip(first, found, strict=True))
                      if f is None and isinstance(a, ChatResult)]

@@ -352,12 +352,21 @@ def llm_judge(subject: Subject, criteria: CandidateFilter) -> Verdict:
 
 
 def residual_of(meta: Mapping[str, Any], scores: Mapping[str, Any]) -> list[str] | None:
-    """The sentences of a candidate still read as its original label: recorded at generation (``meta.fields[]
-    .residual``), else by the LLM judge (``scores.residual``); ``None`` when nobody read them."""
-    read = [f.get("residual") or [] for f in meta.get("fields") or [] if isinstance(f, Mapping) and "residual" in f]
+    """The sentences of a candidate still read as its original label: by the LLM judge when it read them
+    (``scores.residual``: the reading the analyst asked for last, possibly by a stronger model), else as recorded at
+    generation (``meta.fields[].residual``); ``None`` when nobody read them.
+
+    Examples
+    --------
+    >>> meta = {"fields": [{"field": "text", "residual": []}]}
+    >>> residual_of(meta, {}), residual_of(meta, {"residual": {"sentences": ["A joy."], "model": "openai:big"}})
+    ([], ['A joy.'])
+    """
     judged = scores.get("residual")
-    if not read and isinstance(judged, Mapping):
+    if isinstance(judged, Mapping):
         read = [judged.get("sentences") or []]
+    else:
+        read = [f.get("residual") or [] for f in meta.get("fields") or [] if isinstance(f, Mapping) and "residual" in f]
     return [str(s) for found in read for s in found] if read else None
 
 
@@ -379,21 +388,24 @@ def residual_within(left: Sequence[str], texts: Sequence[str], share: float) -> 
 def residual(subject: Subject, criteria: CandidateFilter) -> Verdict:
     """Fails a candidate with more than ``criteria.max_residual_share`` of its sentences that the LLM, reading each
     alone, still reads as the original label (a partly flipped text: "This movie really blows" left in a review meant
-    to be Positive). Recorded at generation by the LLM sentence reader (:mod:`engine.counterbias.sentence_reading`);
-    skipped without that reading."""
+    to be Positive). Recorded at generation by the LLM sentence reader (:mod:`engine.counterbias.sentence_reading`),
+    read again by the LLM judge when it is asked (its reading then counts, and the reason names its model); skipped
+    without a reading."""
     left = residual_of(subject.meta, subject.scores)
     if left is None:
         return Verdict(SKIP, "sentences not read (sentence reader llm, or Ask the LLM judge)")
     other = subject.original_label or "the original label"
+    judged = subject.scores.get("residual")
+    by = f" (read by the LLM judge, {judged['model']})" if isinstance(judged, Mapping) and judged.get("model") else ""
     if not left:
-        return Verdict(PASS, "no sentence reads as " + other)
+        return Verdict(PASS, "no sentence reads as " + other + by)
     allowed = float(getattr(criteria, "max_residual_share", 0.0))
     within, total = residual_within(left, [text for text, _ in subject.pairs()], allowed)
     quoted = "; ".join(f'"{s[:80]}"' for s in left[:2])
     counted = f"{len(left)} of {total} sentences still read{'s' * (len(left) == 1)} as {other}"
     if not within:
-        return Verdict(FAIL, f"{counted} (at most {allowed:.0%} may): {quoted}")
-    return Verdict(PASS, f"{counted}, within the {allowed:.0%} allowed: {quoted}")
+        return Verdict(FAIL, f"{counted} (at most {allowed:.0%} may){by}: {quoted}")
+    return Verdict(PASS, f"{counted}, within the {allowed:.0%} allowed{by}: {quoted}")
 
 
 def untouched_sentences(meta: Mapping[str, Any], original: str) -> tuple[int, int] | None:

@@ -5,10 +5,13 @@ spurious words the candidates keep, so it can be fooled by them; an instruction-
 The answer is untrusted data: it counts only when, stripped of an ``Answer:``/``Label:``
 prefix, quotes and a final full stop, it is exactly one label name (case-insensitive).
 Otherwise the request is repeated once with a reminder of the labels; a second unusable answer
-is recorded as unparsed (the check is then skipped, not failed). A single-text candidate made
-without the LLM sentence reader (older runs, ``sentence_reader="members"``, other methods) has
-its sentences read here too (:mod:`engine.counterbias.sentence_reading`), so that the
-``residual`` check can judge it. Every answer is stored in the
+is recorded as unparsed (the check is then skipped, not failed). The judge also reads each
+sentence of every single-text candidate alone (:mod:`engine.counterbias.sentence_reading`) and
+stores those still speaking for the original label; the ``residual`` check then uses this reading
+instead of the one recorded at generation. With the generating model the requests are the
+generation's own, answered from the cache; with a stronger model behind the judge, the sentences a
+small generator's reader missed are read again (with the bundled 1.5B model, the leftover
+sentences it does not see are what keeps the accept rule's precision down). Every answer is stored in the
 project's LLM cache, so a rerun costs nothing; a refused key or an unreachable server stops
 the job at once (:class:`~engine.llm.errors.LLMError`).
 """
@@ -45,20 +48,21 @@ def judge_messages(text: str, labels: Sequence[str], task: str) -> list[dict[str
 
 
 def _read_residual(client: Any, rows: Sequence[dict[str, Any]], metas: Sequence[dict[str, Any]],
-                   labels: Sequence[str], task: str, token: CancelToken) -> dict[int, list[str]]:
-    """``{candidate id: sentences still read as the original label}`` for the single-text candidates whose
-    generation did not read them; a candidate with a sentence whose reading failed gets none (no verdict)."""
+                   labels: Sequence[str], task: str, token: CancelToken,
+                   progress: ProgressFn = no_progress) -> dict[int, list[str]]:
+    """``{candidate id: sentences still read as the original label}`` for the single-text candidates; a candidate
+    with a sentence whose reading failed gets none (no verdict)."""
     from engine.counterbias.sentence_reading import LLMReader, residual_sentences
-    from engine.verification.checks import residual_of
 
     todo = [(row, meta) for row, meta in zip(rows, metas, strict=True)
-            if row.get("text") is not None and meta.get("original_label") is not None
-            and residual_of(meta, {}) is None]
+            if row.get("text") is not None and meta.get("original_label") is not None]
     if not todo:
         return {}
-    reader = LLMReader(client, labels, task, token)
-    found = residual_sentences(reader, [(row["text"] or "", str(meta["original_label"])) for row, meta in todo])
     from engine.text.sentences import split_sentences
+
+    reader = LLMReader(client, labels, task, token)
+    reader.read([s for row, _ in todo for s in split_sentences(row["text"] or "")], progress=progress)  # one batch
+    found = residual_sentences(reader, [(row["text"] or "", str(meta["original_label"])) for row, meta in todo])
 
     return {int(row["id"]): left for (row, _), left in zip(todo, found, strict=True)
             if reader.failure_for(split_sentences(row["text"] or "")) is None}
@@ -145,17 +149,17 @@ def llm_judge_candidates(
             fields = ["premise", "hypothesis"]
         messages.append(judge_messages(_text_of(row, fields), labels, task))
     params = {"temperature": 0.0, "max_tokens": 8}
-    first = client.chat_many([ChatRequest(m, params) for m in messages], progress=scaled(progress, 0.0, 0.8),
+    first = client.chat_many([ChatRequest(m, params) for m in messages], progress=scaled(progress, 0.0, 0.4),
                              cancel=token)
     answers: list[Any] = list(first.results)
     retry = [i for i, a in enumerate(answers) if isinstance(a, ChatResult) and parse_label(a.text, labels) is None]
     if retry:
         second = client.chat_many([ChatRequest(ask_again(messages[i], answers[i].text, labels), params) for i in retry],
-                                  progress=scaled(progress, 0.8, 0.95), cancel=token)
+                                  progress=scaled(progress, 0.4, 0.45), cancel=token)
         for i, outcome in zip(retry, second.results, strict=True):
             if isinstance(outcome, ChatResult) and parse_label(outcome.text, labels) is not None:
                 answers[i] = outcome
-    residual = _read_residual(client, rows, metas, labels, task, token)
+    residual = _read_residual(client, rows, metas, labels, task, token, scaled(progress, 0.45, 0.97))
     progress(0.97, "LLM judge: sentences read")
     originals = _originals(project, rows)
     sides = dataset_rating_sides(project, rows)

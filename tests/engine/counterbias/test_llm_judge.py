@@ -37,6 +37,8 @@ def test_llm_judge_answers_are_parsed_strictly_and_stored(voted_project, stub):
 
     def reply(body):
         user = [m["content"] for m in body["messages"] if m["role"] == "user"][-1]
+        if "Sentence to read:" in user:  # the judge reads the sentences again (the residual check)
+            return scripted_reply(body)
         if user.startswith("Answer with exactly one"):
             return "Sure! " + "x" if third_text in body["messages"][-3]["content"] else "Positive"
         text = user.split("Text: ", 1)[1]
@@ -161,3 +163,61 @@ def test_the_llm_judge_reads_the_sentences_of_candidates_made_without_the_reader
         assert all(s in stored[cid]["text"] for s in found)
     again = judge_candidates(project, ids, MEMBERS)
     assert {cid: s["verdicts"]["residual"]["status"] for cid, s in again.items()} == statuses
+
+
+def test_the_llm_judge_reads_the_sentences_again_and_its_reading_decides_the_residual_check(voted_project, stub):
+    """Candidates made with the LLM sentence reader carry its residual reading. Asked again with the generating
+    model, the judge's readings are the generation's own (from the cache: no sentence reaches the server); asked
+    with another model, that model reads every sentence (in one batch that moves the progress bar), and its reading
+    decides the residual check (the reason names it)."""
+    from engine.counterbias import CandidateFilter
+    from engine.text.sentences import split_sentences
+
+    project = voted_project
+    reads = []
+
+    def generating(body):
+        if "Sentence to read:" in body["messages"][-1]["content"]:
+            reads.append(body["messages"][-1]["content"])
+        if "Text: " in body["messages"][-1]["content"]:
+            return "Positive"
+        return scripted_reply(body)
+
+    server = stub(reply=generating)
+    config = LLMConfig(backend="openai", model="stub", base_url=server.base_url, max_retries=0)
+    dataset = project.dataset("reviews")
+    generate_counterbias(project, dataset.id, None, config, judge=MEMBERS, settings=GenerateSettings(drop_prob=0.0))
+    rows = [r for r in candidate_rows(project, dataset_id=dataset.id) if r["status"] != "failed"]
+    assert rows and all("residual" in r["meta"]["fields"][0] for r in rows)
+    made = {r["id"]: r["meta"]["fields"][0]["residual"] for r in rows}
+    ids = sorted(made)
+
+    reads.clear()
+    llm_judge_candidates(project, ids, config)
+    assert not reads  # the generation's own requests: answered from the project's cache
+    stored = {r["id"]: r["scores"] for r in candidate_rows(project, dataset_id=dataset.id)}
+    assert {cid: stored[cid]["residual"]["sentences"] for cid in ids} == made
+
+    stronger = []
+
+    def strict(body):  # another model: every sentence still speaks for the original label
+        user = body["messages"][-1]["content"]
+        if "Sentence to read:" in user:
+            stronger.append(user)
+            original = next(r for r in rows if r["text"].find(user.split("Sentence to read: ", 1)[1].strip()) >= 0)
+            return str(project.examples([original["example_id"]])[0]["label"])
+        return "Positive"
+
+    judge = stub(reply=strict)
+    seen = []
+    llm_judge_candidates(project, ids, LLMConfig(backend="openai", model="bigger", base_url=judge.base_url),
+                         progress=lambda f, m: seen.append(f))
+    assert stronger
+    assert any(0.45 < f < 0.97 for f in seen), seen  # the readings move the bar (they are most of the requests)
+    stored = {r["id"]: r for r in candidate_rows(project, dataset_id=dataset.id)}
+    for cid in ids:
+        text = stored[cid]["text"]
+        assert stored[cid]["scores"]["residual"] == {"sentences": split_sentences(text), "model": "openai:bigger"}
+        verdict = stored[cid]["scores"]["verdicts"]["residual"]
+        assert verdict["status"] == "fail" and "read by the LLM judge, openai:bigger" in verdict["reason"]
+        assert not CandidateFilter().passes(stored[cid]["scores"])
