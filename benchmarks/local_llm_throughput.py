@@ -13,7 +13,9 @@ project, each with a fresh (empty) LLM cache:
 The model is loaded before the clock starts. For each it prints wall time, LLM requests,
 candidates made, *examples per hour* (candidates that passed the generation checks, per hour)
 and the *share of slots whose candidate passed the checks* (parallelism must not cost quality),
-then the ratio of the two rates, and each mode's requests by prompt. Goal: >= 3x on the full size.
+then the ratio of the two rates, each mode's requests by prompt, and where the time went (llama.cpp's timings of
+every request: seconds reading the prompt's new tokens and writing the answer, per prompt, and the share of
+prompt tokens taken from the prompt cache). Goal: >= 3x on the full size.
 
     python benchmarks/local_llm_throughput.py [--n 40] [--model qwen2.5-coder-1.5b] [--slots 4] [--threads N]
     python benchmarks/local_llm_throughput.py --compare threads [--n 8]
@@ -88,24 +90,52 @@ def copy_project(template: Path, name: str) -> Path:
     return dst
 
 
-def requests_by_prompt(requests: Iterable[str]) -> dict[str, int]:
-    """How many of the cached ``requests`` (JSON) each prompt file made, most first; a request is told by its system
-    message (a repair or a second ask continues its first request's messages and counts under that prompt; ``other``
-    when no file under ``resources/prompts`` has it)."""
+def prompt_of(systems: dict[str, str], request: str) -> str:
+    """The prompt file a cached ``request`` (JSON) came from, told by its system message (a repair or a second ask
+    continues its first request's messages and counts under that prompt; ``other`` when no file under
+    ``resources/prompts`` has it)."""
+    messages = json.loads(request).get("messages") or [{}]
+    return systems.get(messages[0].get("content", ""), "other")
+
+
+def prompt_systems() -> dict[str, str]:
+    """System message -> prompt name, for every prompt file under ``resources/prompts``."""
     from engine.llm.prompts import load_prompt
 
-    names = sorted(f.stem for f in (ROOT / "resources" / "prompts").glob("*.md"))
-    systems = {}
-    for name in names:
+    systems: dict[str, str] = {}
+    for name in sorted(f.stem for f in (ROOT / "resources" / "prompts").glob("*.md")):
         first = load_prompt(name).messages[0]
         if first["role"] == "system":
             systems.setdefault(first["content"], name)
+    return systems
+
+
+def requests_by_prompt(requests: Iterable[str]) -> dict[str, int]:
+    """How many of the cached ``requests`` (JSON) each prompt file made, most first (see :func:`prompt_of`)."""
+    systems = prompt_systems()
     counts: dict[str, int] = {}
     for request in requests:
-        messages = json.loads(request).get("messages") or [{}]
-        name = systems.get(messages[0].get("content", ""), "other")
+        name = prompt_of(systems, request)
         counts[name] = counts.get(name, 0) + 1
     return dict(sorted(counts.items(), key=lambda kv: -kv[1]))
+
+
+def time_by_prompt(rows: Iterable[tuple[str, str]]) -> dict[str, dict]:
+    """Per prompt file, from cached ``(request, usage)`` rows: requests, prompt tokens read anew and from the
+    server's cache, tokens written, and the server's seconds reading and writing (llama.cpp's timings), most
+    time first."""
+    from engine.llm.base import Usage
+
+    systems = prompt_systems()
+    sums: dict[str, tuple[int, Usage]] = {}
+    for request, usage in rows:
+        name = prompt_of(systems, request)
+        n, total = sums.get(name, (0, Usage()))
+        sums[name] = (n + 1, total + Usage.from_dict(json.loads(usage or "{}")))
+    out = {name: {"requests": n, "prompt_tokens": u.prompt_tokens, "cached_tokens": u.cached_tokens,
+                  "completion_tokens": u.completion_tokens, "prompt_s": round(u.prompt_ms / 1000, 1),
+                  "decode_s": round(u.decode_ms / 1000, 1)} for name, (n, u) in sums.items()}
+    return dict(sorted(out.items(), key=lambda kv: -(kv[1]["prompt_s"] + kv[1]["decode_s"])))
 
 
 def run_mode(template: Path, name: str, model: str, slots: int, threads: int | None, max_tokens: int,
@@ -141,14 +171,16 @@ def run_mode(template: Path, name: str, model: str, slots: int, threads: int | N
             seconds = time.perf_counter() - t0
             # every step's requests (the triple step has its own client): the cache was empty before
             sent = int(project.db.execute("SELECT COUNT(*) FROM llm_cache").fetchone()[0])
-            by_prompt = requests_by_prompt(r[0] for r in project.db.execute("SELECT request FROM llm_cache"))
+            cached = project.db.execute("SELECT request, usage FROM llm_cache").fetchall()
+            by_prompt = requests_by_prompt(r[0] for r in cached)
+            timed = time_by_prompt(cached)
     finally:
         backend.close()
     made, failed = len(result.created), len(result.failed)
     slots_total = made + failed
     return {
         "mode": name, "runs_on": backend.describe(), "seconds": round(seconds, 1), "requests_sent": sent,
-        "requests_by_prompt": by_prompt,
+        "requests_by_prompt": by_prompt, "time_by_prompt": timed, "llm_time": result.usage.time_split(),
         "thread_switches": switches,
         "slots": slots_total, "made": made, "failed": failed,
         "examples_per_hour": round(made / seconds * 3600, 1) if seconds else 0.0,
@@ -205,6 +237,13 @@ def main() -> int:
               + (f" · loaded again on {r['thread_switches']} threads during the run" if r["thread_switches"] else ""))
     for r in rows:
         print(f"{r['mode']} requests by prompt: " + ", ".join(f"{k} {v}" for k, v in r["requests_by_prompt"].items()))
+    for r in rows:  # where the time went, from llama.cpp's own timings of each request
+        print(f"{r['mode']}: {r['llm_time'] or 'the runtime gave no timings'}")
+        for name, t in r["time_by_prompt"].items():
+            read = t["prompt_tokens"] - t["cached_tokens"]
+            print(f"  {name:<22} {t['requests']:>4} requests  reading {t['prompt_s']:>6.1f} s ({read / t['requests']:.0f} "
+                  f"new + {t['cached_tokens'] / t['requests']:.0f} cached tokens each)  writing {t['decode_s']:>6.1f} s "
+                  f"({t['completion_tokens'] / t['requests']:.1f} tokens each)")
     print(f"{rows[1]['mode']} / {rows[0]['mode']}: {ratio:.2f}x examples per hour ({slot_ratio:.2f}x slots processed "
           "per hour); goal >= 3x")
     print(json.dumps({"rows": rows, "ratio": round(ratio, 3), "slot_ratio": round(slot_ratio, 3)}))

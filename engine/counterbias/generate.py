@@ -266,6 +266,7 @@ class GenerateResult:
             "sent": self.sent,
             "cache_hits": self.cache_hits,
             "usage": self.usage.to_dict(),
+            **({"llm_time": self.usage.time_split()} if self.usage.time_split() else {}),
             "seconds": round(self.seconds, 2),
             "judges": list(self.judges),
             "judges_training": list(self.judges_training),

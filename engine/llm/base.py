@@ -29,25 +29,104 @@ Params = dict[str, Any]
 
 @dataclass(frozen=True)
 class Usage:
-    """Token counts of one call or a sum of calls."""
+    """Token counts of one call or a sum of calls, and where the server's time went when it says so.
+
+    Parameters
+    ----------
+    prompt_tokens, completion_tokens
+        Tokens read and written, as the server counts them (``prompt_tokens`` includes the cached ones).
+    cached_tokens
+        Prompt tokens the server took from its prompt cache instead of reading them again (llama.cpp's
+        ``timings.cache_n``; OpenAI's and vLLM's ``usage.prompt_tokens_details.cached_tokens``); 0 when it
+        does not say.
+    prompt_ms, decode_ms
+        Milliseconds the server spent reading the uncached prompt and writing the answer (llama.cpp's
+        ``timings.prompt_ms`` and ``predicted_ms``, in-process or over HTTP); 0 when it does not say.
+
+    Examples
+    --------
+    >>> u = Usage(500, 20, cached_tokens=400, prompt_ms=1500.0, decode_ms=1300.0) + Usage(100, 2)
+    >>> u.to_dict()["cached_tokens"], round(u.cached_share, 3)
+    (400, 0.667)
+    >>> Usage(3, 1).to_dict()  # nothing said of the cache or the time: the plain counts only
+    {'prompt_tokens': 3, 'completion_tokens': 1}
+    >>> Usage.from_dict(u.to_dict()) == u
+    True
+    """
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_tokens: int = 0
+    prompt_ms: float = 0.0
+    decode_ms: float = 0.0
 
     @property
     def total_tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
 
-    def __add__(self, other: Usage) -> Usage:
-        return Usage(self.prompt_tokens + other.prompt_tokens, self.completion_tokens + other.completion_tokens)
+    @property
+    def cached_share(self) -> float:
+        """Share of the prompt tokens that came from the server's prompt cache (0 without prompt tokens)."""
+        return self.cached_tokens / self.prompt_tokens if self.prompt_tokens else 0.0
 
-    def to_dict(self) -> dict[str, int]:
-        return {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens}
+    def time_split(self) -> str:
+        """Where the server's time went, in words; empty when the server did not say.
+
+        The seconds are the server's own, summed over requests: requests decoded together in parallel slots
+        overlap, so their sum may exceed the wall time.
+
+        >>> Usage(1000, 100, cached_tokens=880, prompt_ms=1800.0, decode_ms=6200.0).time_split()
+        '8.0 s of LLM time: 22% reading prompts (88% of the prompt tokens from the cache), 78% writing answers (16.1 tokens/s)'
+        """
+        spent = self.prompt_ms + self.decode_ms
+        if spent <= 0:
+            return ""
+        cached = f" ({self.cached_share:.0%} of the prompt tokens from the cache)" if self.cached_tokens else ""
+        rate = f" ({self.completion_tokens / (self.decode_ms / 1000):.1f} tokens/s)" if self.decode_ms > 0 else ""
+        return (f"{spent / 1000:.1f} s of LLM time: {self.prompt_ms / spent:.0%} reading prompts{cached}, "
+                f"{self.decode_ms / spent:.0%} writing answers{rate}")
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(self.prompt_tokens + other.prompt_tokens, self.completion_tokens + other.completion_tokens,
+                     self.cached_tokens + other.cached_tokens, self.prompt_ms + other.prompt_ms,
+                     self.decode_ms + other.decode_ms)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The counts as a JSON-ready dict; the cache and time fields only when the server gave them."""
+        out: dict[str, Any] = {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens}
+        if self.cached_tokens:
+            out["cached_tokens"] = self.cached_tokens
+        if self.prompt_ms or self.decode_ms:
+            out["prompt_ms"] = round(self.prompt_ms, 1)
+            out["decode_ms"] = round(self.decode_ms, 1)
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None) -> Usage:
         data = data or {}
-        return cls(int(data.get("prompt_tokens") or 0), int(data.get("completion_tokens") or 0))
+        return cls(int(data.get("prompt_tokens") or 0), int(data.get("completion_tokens") or 0),
+                   int(data.get("cached_tokens") or 0), float(data.get("prompt_ms") or 0.0),
+                   float(data.get("decode_ms") or 0.0))
+
+
+def timing_fields(timings: Any, cached_tokens: Any = None) -> dict[str, Any]:
+    """The :class:`Usage` cache and time fields from a llama.cpp ``timings`` object (``cache_n``,
+    ``prompt_ms``, ``predicted_ms``) and an OpenAI-style ``cached_tokens`` count; whatever is missing, malformed
+    or negative is left out (a server's answer is untrusted data).
+
+    >>> timing_fields({"cache_n": 420, "prompt_ms": 310.5, "predicted_ms": 900.25, "prompt_n": 12})
+    {'cached_tokens': 420, 'prompt_ms': 310.5, 'decode_ms': 900.25}
+    >>> timing_fields(None, cached_tokens=64), timing_fields({"prompt_ms": "soon", "cache_n": -1})
+    ({'cached_tokens': 64}, {})
+    """
+    t = timings if isinstance(timings, Mapping) else {}
+    out: dict[str, Any] = {}
+    for name, value, kind in (("cached_tokens", cached_tokens if cached_tokens is not None else t.get("cache_n"), int),
+                              ("prompt_ms", t.get("prompt_ms"), float), ("decode_ms", t.get("predicted_ms"), float)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+            continue
+        out[name] = kind(value)
+    return out
 
 
 @dataclass(frozen=True)

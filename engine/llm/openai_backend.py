@@ -39,7 +39,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from engine.llm.base import ChatRequest, ChatResult, Failure, Outcome, ResultCallback, Usage
+from engine.llm.base import ChatRequest, ChatResult, Failure, Outcome, ResultCallback, Usage, timing_fields
 from engine.llm.batch import gather_bounded, run_coroutine
 from engine.llm.config import LLMConfig
 from engine.llm.errors import (
@@ -247,7 +247,12 @@ class OpenAIBackend:
             return ChatResult(
                 text=text,
                 usage=Usage(int(getattr(usage, "prompt_tokens", 0) or 0),
-                            int(getattr(usage, "completion_tokens", 0) or 0)),
+                            int(getattr(usage, "completion_tokens", 0) or 0),
+                            # vLLM and OpenAI say how much of the prompt came from their cache; a llama.cpp
+                            # server adds its timings beside the usage
+                            **timing_fields(_extra(completion, "timings"),
+                                            getattr(getattr(usage, "prompt_tokens_details", None), "cached_tokens",
+                                                    None))),
                 model=str(getattr(completion, "model", "") or self.model),
                 finish_reason=str(getattr(choice, "finish_reason", None) or "stop"),
             )
@@ -398,6 +403,14 @@ class _FailFastConnect:
 
     async def __aexit__(self, *exc: Any) -> None:
         await self.inner.__aexit__(*exc)
+
+
+def _extra(completion: Any, name: str) -> Any:
+    """A field the server sent beside the OpenAI schema (the SDK keeps those in ``model_extra``), or ``None``."""
+    extra = getattr(completion, "model_extra", None)
+    if isinstance(extra, dict) and name in extra:
+        return extra[name]
+    return None
 
 
 def _requests_sent(exc: BaseException) -> int:

@@ -61,6 +61,9 @@ class StubServer:
         Name of that header (e.g. ``"retry-after-ms"``).
     reply
         ``reply(body) -> text`` of a successful answer.
+    usage_extra, extra
+        Fields added to a successful answer's ``usage`` and to the answer itself (what some servers send
+        beside the OpenAI schema, e.g. llama.cpp's ``timings``).
     """
 
     def __init__(
@@ -73,7 +76,11 @@ class StubServer:
         retry_after_header: str = "Retry-After",
         reply: Callable[[dict[str, Any]], str] = default_reply,
         port: int = 0,
+        usage_extra: dict[str, Any] | None = None,
+        extra: dict[str, Any] | None = None,
     ) -> None:
+        self.usage_extra = dict(usage_extra or {})
+        self.extra = dict(extra or {})
         self.plan = plan or (lambda body, attempt: "ok")
         self.latency = latency
         self.slow_s = slow_s
@@ -219,7 +226,8 @@ class StubServer:
             "choices": [{"index": 0, "finish_reason": finish,
                          "message": {"role": "assistant", "content": text}}],
             "usage": {"prompt_tokens": prompt, "completion_tokens": len(text.split()),
-                      "total_tokens": prompt + len(text.split())},
+                      "total_tokens": prompt + len(text.split()), **self.usage_extra},
+            **self.extra,
         })
 
     @staticmethod

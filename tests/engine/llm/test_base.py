@@ -111,3 +111,16 @@ def test_prompt_files_parse_and_insert_values_verbatim():
     assert (p.name, p.version, p.messages) == ("t", 3, ({"role": "user", "content": "Say {{x}}"},))
     with pytest.raises(LLMConfigError):
         p.render()
+
+
+def test_usage_examples_and_old_records_without_the_cache_and_time_fields():
+    import doctest
+
+    import engine.llm.base as base
+    from engine.llm.base import Usage
+
+    assert doctest.testmod(base).failed == 0
+    old = Usage.from_dict({"prompt_tokens": 7, "completion_tokens": 2})  # stored before the fields existed
+    assert (old.cached_tokens, old.prompt_ms, old.decode_ms, old.time_split()) == (0, 0.0, 0.0, "")
+    assert (old + Usage(1, 1, cached_tokens=5, prompt_ms=2.0, decode_ms=3.0)).to_dict() == {
+        "prompt_tokens": 8, "completion_tokens": 3, "cached_tokens": 5, "prompt_ms": 2.0, "decode_ms": 3.0}

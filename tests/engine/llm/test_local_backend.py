@@ -130,3 +130,27 @@ def test_qwen_part_packages_are_complete(name):
     files = gguf.part_files(spec)  # no assembly, no hashing here: only presence and sizes
     assert len(files) == spec.part_count
     assert sum(f.stat().st_size for f in files) == spec.size
+
+
+def test_the_in_process_model_reports_its_prompt_cache_and_timings_and_the_cache_table_keeps_them(smol, tmp_path):
+    import json
+
+    from engine.llm.base import Usage
+    from engine.store import Project
+
+    shared = "You sort words. " + " ".join(f"Word {i}: apple is a fruit, carrot is a vegetable." for i in range(20))
+    requests = [ChatRequest([{"role": "system", "content": shared}, {"role": "user", "content": w}])
+                for w in ("pear?", "leek?")]
+    with Project.create(tmp_path / "t.cbproj") as project:
+        client = CachedClient(smol, project)
+        batch = client.chat_many(requests)
+        first, second = batch.results
+        assert isinstance(first, ChatResult) and isinstance(second, ChatResult)
+        assert first.usage.prompt_ms > 0 and first.usage.decode_ms > 0
+        # the slot kept the shared system message: the second request read only its own question
+        assert second.usage.cached_tokens > 0.8 * second.usage.prompt_tokens
+        assert batch.usage.cached_tokens >= second.usage.cached_tokens
+        stored = [Usage.from_dict(json.loads(u)) for (u,) in
+                  project.db.execute("SELECT usage FROM llm_cache ORDER BY rowid")]
+        assert stored[1].cached_tokens == second.usage.cached_tokens and stored[1].decode_ms > 0
+        assert "of the prompt tokens from the cache" in batch.usage.time_split()

@@ -280,3 +280,30 @@ def test_a_request_without_a_token_limit_is_sent_capped_and_cached_as_given(stub
         keyed = ChatRequest(hi).with_defaults(backend.params)
         assert "max_tokens" not in keyed.params
         assert cache_key("openai", "stub", keyed) == cache_key("openai", "stub", ChatRequest(hi, {"temperature": 0.0}))
+
+
+# ---------------------------------------------------------------------------- where the time went
+
+
+def test_a_real_llama_cpp_server_says_how_much_of_a_shared_prompt_it_took_from_its_cache(smol_server):
+    backend = create_backend(openai_config(smol_server.base_url, model=SMOL, params={"max_tokens": 4, "temperature": 0}))
+    shared = "You label colours. " + " ".join(f"Example {i}: red is warm, blue is cool." for i in range(20))
+    first, second = (backend.chat([{"role": "system", "content": shared}, {"role": "user", "content": q}])
+                     for q in ("Is green warm?", "Is orange warm?"))
+    for one in (first, second):
+        assert one.usage.prompt_ms > 0 and one.usage.decode_ms > 0  # llama.cpp's timings beside the usage
+    # the second request read only what follows the shared system message
+    assert second.usage.cached_tokens > 0.8 * second.usage.prompt_tokens
+    assert "reading prompts" in (first.usage + second.usage).time_split()
+
+
+def test_cached_tokens_of_an_openai_or_vllm_server_are_read_and_a_malformed_timing_is_ignored(stub):
+    server = stub(usage_extra={"prompt_tokens_details": {"cached_tokens": 2}},
+                  extra={"timings": {"prompt_ms": "fast", "predicted_ms": 12.5, "cache_n": 99}})
+    one = create_backend(openai_config(server.base_url)).chat([{"role": "user", "content": "one two three"}])
+    assert isinstance(one, ChatResult)
+    # usage.prompt_tokens_details wins over llama.cpp's cache_n; a timing that is no number is left out
+    assert (one.usage.cached_tokens, one.usage.prompt_ms, one.usage.decode_ms) == (2, 0.0, 12.5)
+    plain = create_backend(openai_config(stub().base_url)).chat([{"role": "user", "content": "one two"}])
+    assert plain.usage.to_dict() == {"prompt_tokens": plain.usage.prompt_tokens,
+                                     "completion_tokens": plain.usage.completion_tokens}
