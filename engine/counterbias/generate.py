@@ -736,7 +736,10 @@ def _plan_edits(slot: Slot, plan: FieldPlan, mapping: dict[str, str], polar_fn: 
         # hypothesis, whose entities an NLI edit may well have to change)
         facts = fact_words(raw[i], slot.cues) if plan.field == "text" else []
         keep = list(dict.fromkeys([*_keep_words(raw[i], plan, {}), *gendered, *facts]))
-        named = surface_words(raw[i], _content(plan.principal))
+        # a principal word that is a fact ("Amazing" of the title "Amazing Grace") is copied, not changed: named, the
+        # bundled model's last try wrote "Terrible Grace"
+        fact_keys = {normalize(w) for w in facts}
+        named = [w for w in surface_words(raw[i], _content(plan.principal)) if normalize(w) not in fact_keys]
         # a principal word that already speaks for the target ("outstanding" in a review to make Positive) is not
         # one to change: naming it got synonyms ("amazing") and wrong-way edits ("joy" -> "sorrow")
         principal = ([w for w in named if slot.target_z.get(normalize(w), 0.0) < CUE_Z] if plan.field == "text"

@@ -532,6 +532,23 @@ def test_names_and_dates_of_an_edited_sentence_are_kept(voted_project, stub, tmp
     assert "Words to copy exactly: plot, Burt, Reynolds, 1978" in first
 
 
+def test_a_principal_word_of_a_quoted_title_is_copied_not_changed(voted_project, stub, tmp_path):
+    """The vote calls "superb" principal and the reader reads it alone as Positive, but in '"Superb Grace"' it names
+    a film: it is not named to change and stays among the words to copy (CAD dev 1858, '"Amazing Grace"': named, the
+    bundled model's last try wrote "Terrible Grace")."""
+    target = '"Superb Grace" has a great plot and the music is lovely.'
+    _dataset_with_vote(voted_project, tmp_path, principal=("great", "superb"), review=REVIEW.replace(TARGET, target))
+    sent = []
+    server = stub(reply=lambda body: sent.append(body) or scripted_reply(body))
+    result, rows = _run(voted_project, server, swap_gender=False, repair_flip=False)
+    assert len(result.created) == 1, rows[0]["meta"].get("error")
+    edit = rows[0]["meta"]["fields"][0]["edits"][0]
+    assert "great" in edit["change"] and "Superb" not in edit["change"] and {"Superb", "Grace"} <= set(edit["keep"])
+    assert '"Superb Grace" has an awful plot' in rows[0]["text"]
+    first = next(b for b in sent if _editing(b))["messages"][-1]["content"]
+    assert "Superb" in first.split("Words to copy exactly:", 1)[1].split("\n", 1)[0]
+
+
 def test_fact_words_leave_out_label_words():
     from engine.counterbias.edit import fact_words
     from engine.text.nlp import load_spacy
