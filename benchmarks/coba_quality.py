@@ -17,7 +17,9 @@ are scored the same way. Printed side by side:
   numbers of dates, :func:`engine.counterbias.edit.fact_words`) that the text still holds;
 * spurious words kept: the share of the original's spurious words (``meta.keep_words`` of the
   candidate; for the human revision, the same words) still present (form or lemma), and the
-  share of texts that keep all of them; and the share an edit released as opinion words of a sentence
+  share of texts that keep all of them; the same with a gendered word the candidate swapped on purpose
+  counted as kept when its swapped form is there (the issue's rule: spurious and gendered words "after the
+  swap" verbatim); and the share an edit released as opinion words of a sentence
   read as the original label (``edit_opinion``; for the human revision, the candidate's released words it
   dropped too);
 * word-level edit distance to the original (Levenshtein over words / original length) and
@@ -389,13 +391,14 @@ def main() -> int:
                                        for w in fact_words(s, label_z.get(originals[k]["label"], {}))))
                  for k in ids}
 
-        def text_stats(texts: list[str], keys: list[int]) -> dict[str, float]:
+        def text_stats(texts: list[str], keys: list[int], swaps_ok: bool = False) -> dict[str, float]:
             if not texts:
                 return {}
             fact_kept = sum(len(matched_words(text, facts[k])) for text, k in zip(texts, keys) if facts[k])
             fact_total = sum(len(facts[k]) for k in keys)
             kept_words = total_words = all_kept = released = 0
             plain_kept = plain_total = plain_all = 0
+            swap_kept = 0
             dist, leaked = [], 0
             rated_n = sum(k in rated for k in keys)
             turned = sum(k in rated and not against(text, targets[k], originals[k]["label"], sides)
@@ -409,6 +412,14 @@ def main() -> int:
                 kept_words += len(found)
                 total_words += len(keep)
                 all_kept += len(found) == len(keep)
+                # the issue's own rule: a gendered word the candidate swapped on purpose is kept in its swapped form
+                if swaps_ok:
+                    turned = {str(a).lower(): str(b) for fld in meta.get("fields") or []
+                              for a, b in fld.get("gender_swaps") or []}
+                    lost = [w for w in keep if w not in found and w.lower() in turned]
+                    swap_kept += len(found) + (len(matched_words(text, [turned[w.lower()] for w in lost])) if lost else 0)
+                else:
+                    swap_kept += len(found)
                 # gendered words are swapped on purpose (CoBA's gender swap): count the others on their own too
                 plain = [w for w in keep if w.lower() not in gendered]
                 found_plain = matched_words(text, plain) if plain else []
@@ -419,6 +430,7 @@ def main() -> int:
                 dist.append(edit_distance(o, words(text)) / max(len(o), 1))
                 leaked += bool(leaks(text, originals[k]["text"], sentences))
             return {"spurious_words_kept": kept_words / total_words if total_words else float("nan"),
+                    "swap_kept": swap_kept / total_words if total_words else float("nan"),
                     "released": released / total_words if total_words else float("nan"),
                     "all_spurious_kept": all_kept / len(texts),
                     "plain_kept": plain_kept / plain_total if plain_total else float("nan"),
@@ -445,7 +457,7 @@ def main() -> int:
         g_left = [left_of(first[i]) for i in gen_ids]
         g_read = [x for x in g_left if x is not None]
         g_rates, h_rates = rates(gen_texts, gen_ids), rates(human_texts, ids)
-        g_stats, h_stats = text_stats(gen_texts, gen_ids), text_stats(human_texts, ids)
+        g_stats, h_stats = text_stats(gen_texts, gen_ids, swaps_ok=True), text_stats(human_texts, ids)
         h_same = rates([human[i] for i in gen_ids], gen_ids)  # the human revisions of the reviews that got a candidate
         acc = accuracy(orig_texts, ids)
         passing = [r for r in made if r["status"] == "proposed" and r["scores"].get("passes")]
@@ -468,6 +480,7 @@ def main() -> int:
                             ("tfidf", "flip rate, TF-IDF (IMDb)")):
             print(f"{label:<34}{f(g_rates[name]):>10}{f(h_rates[name]):>10}   (human on the same reviews {f(h_same[name])})")
         for key, label in (("spurious_words_kept", "spurious words kept (words)"),
+                           ("swap_kept", "  a swapped gendered word as kept"),
                            ("released", "  gone, released as opinion words"), ("all_spurious_kept", "texts keeping all"),
                            ("plain_kept", "  the same, gendered words left out"), ("plain_all_kept", "  texts keeping all of those"),
                            ("facts_kept", "names and dates kept (words)"),
