@@ -414,10 +414,11 @@ def main() -> int:
                 all_kept += len(found) == len(keep)
                 # the issue's own rule: a gendered word the candidate swapped on purpose is kept in its swapped form
                 if swaps_ok:
-                    turned = {str(a).lower(): str(b) for fld in meta.get("fields") or []
-                              for a, b in fld.get("gender_swaps") or []}
-                    lost = [w for w in keep if w not in found and w.lower() in turned]
-                    swap_kept += len(found) + (len(matched_words(text, [turned[w.lower()] for w in lost])) if lost else 0)
+                    swapped_to = {str(a).lower(): str(b) for fld in meta.get("fields") or []
+                                  for a, b in fld.get("gender_swaps") or []}
+                    lost = [w for w in keep if w not in found and w.lower() in swapped_to]
+                    swap_kept += len(found) + (len(matched_words(text, [swapped_to[w.lower()] for w in lost]))
+                                               if lost else 0)
                 else:
                     swap_kept += len(found)
                 # gendered words are swapped on purpose (CoBA's gender swap): count the others on their own too
