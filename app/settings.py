@@ -36,6 +36,7 @@ DEFAULTS: dict[str, Any] = {
     "llm_edit_moved": 0.25,
     "llm_edit_fresh": True,
     "llm_edit_opinion": True,
+    "llm_edit_hold": True,
     "llm_edit_swap": True,
     "llm_edit_remove": True,
     "llm_edit_triples": False,

@@ -58,6 +58,7 @@ DEFAULT_VALUES: dict[str, Any] = {
     "edit_moved": 0.25,
     "edit_fresh": True,
     "edit_opinion": True,
+    "edit_hold": True,
     "edit_swap": True,
     "edit_remove": True,
     "edit_triples": False,
@@ -170,6 +171,12 @@ class LLMDialog(QDialog):
         self.edit_opinion.setToolTip("Edit mode: for each sentence read as the original label, the LLM marks the "
                                      "words that make it so (one short request each); they are named to change, "
                                      "and spurious words among them may change too (recorded with the candidate)")
+        self.edit_hold = QCheckBox("Keep spurious opinion words: turn the opinion around them first")
+        self.edit_hold.setToolTip("Edit mode, with the opinion words: a spurious word among the marked words "
+                                  "(\"heartfelt\", \"masterpiece\") is first kept and the opinion turned around it "
+                                  "(\"hardly a heartfelt movie\"), as a counterbias example needs; it is released "
+                                  "only when that edit fails its checks or is not read as the target (one more "
+                                  "request per such sentence)")
         self.edit_swap = QCheckBox("Swap each opinion phrase for its opposite where every edit failed")
         self.edit_swap.setToolTip("Edit mode, with the opinion words: a sentence that still reads as the original "
                                   "label after every edit gets one more try; the LLM gives the opposite of each "
@@ -207,6 +214,7 @@ class LLMDialog(QDialog):
         gen_form.addRow("Repair edits that did not move, gain <", self.edit_moved)
         gen_form.addRow("", self.edit_fresh)
         gen_form.addRow("", self.edit_opinion)
+        gen_form.addRow("", self.edit_hold)
         gen_form.addRow("", self.edit_swap)
         gen_form.addRow("", self.edit_remove)
         gen_form.addRow("", self.edit_triples)
@@ -269,6 +277,7 @@ class LLMDialog(QDialog):
         self.edit_moved.setValue(float(values.get("edit_moved", DEFAULT_VALUES["edit_moved"])))
         self.edit_fresh.setChecked(bool(values.get("edit_fresh", DEFAULT_VALUES["edit_fresh"])))
         self.edit_opinion.setChecked(bool(values.get("edit_opinion", DEFAULT_VALUES["edit_opinion"])))
+        self.edit_hold.setChecked(bool(values.get("edit_hold", DEFAULT_VALUES["edit_hold"])))
         self.edit_swap.setChecked(bool(values.get("edit_swap", DEFAULT_VALUES["edit_swap"])))
         self.edit_remove.setChecked(bool(values.get("edit_remove", DEFAULT_VALUES["edit_remove"])))
         self.edit_triples.setChecked(bool(values.get("edit_triples", DEFAULT_VALUES["edit_triples"])))
@@ -296,6 +305,7 @@ class LLMDialog(QDialog):
             "edit_moved": round(self.edit_moved.value(), 2),
             "edit_fresh": self.edit_fresh.isChecked(),
             "edit_opinion": self.edit_opinion.isChecked(),
+            "edit_hold": self.edit_hold.isChecked(),
             "edit_swap": self.edit_swap.isChecked(),
             "edit_remove": self.edit_remove.isChecked(),
             "edit_triples": self.edit_triples.isChecked(),
@@ -391,6 +401,7 @@ class LLMDialog(QDialog):
                        self.edit_remove, self.edit_triples):
             widget.setEnabled(not reconstruct)
         self.edit_swap.setEnabled(not reconstruct and self.edit_opinion.isChecked())  # swaps the marked phrases
+        self.edit_hold.setEnabled(not reconstruct and self.edit_opinion.isChecked())  # holds words of those phrases
 
     def _show_device(self) -> None:
         """Say where the model runs: the local runtime's device, threads and slots, or the server."""
@@ -455,6 +466,7 @@ def settings_from_values(values: Mapping[str, Any]) -> GenerateSettings:
         edit_moved=float(values["edit_moved"]),
         edit_fresh=bool(values["edit_fresh"]),
         edit_opinion=bool(values.get("edit_opinion", True)),
+        edit_hold=bool(values.get("edit_hold", True)),
         edit_swap=bool(values.get("edit_swap", True)),
         edit_remove=bool(values.get("edit_remove", True)),
         edit_triples=bool(values.get("edit_triples", False)),

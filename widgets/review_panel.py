@@ -121,8 +121,11 @@ def _edit_notes(edit: dict[str, Any]) -> str:
     notes = []
     if edit.get("opinion"):
         notes.append("opinion words: " + ", ".join(f"“{esc(o)}”" for o in edit["opinion"]))
+    if edit.get("held") and edit.get("hold") == "kept":
+        notes.append("spurious opinion words kept, opinion turned around them: " + esc(", ".join(edit["held"])))
     if edit.get("released"):
-        notes.append("released spurious words: " + esc(", ".join(edit["released"])))
+        why = f" (a try keeping them: {edit['hold']})" if edit.get("held") and edit.get("hold") else ""
+        notes.append("released spurious words: " + esc(", ".join(edit["released"]) + why))
     if edit.get("swapped"):
         notes.append("phrase swap: " + "; ".join(f"“{esc(a)}” → “{esc(b)}”" for a, b in edit["swapped"].items()))
     return f"<br><span style='color:#555'>{' · '.join(notes)}</span>" if notes else ""
@@ -203,7 +206,8 @@ def candidate_html(candidate: dict[str, Any]) -> str:
     repairs = meta.get("repairs") or {}
     if repairs:
         named = {"edit": "sentence repaired", "fresh": "sentence tried afresh", "flip": "half flip repaired",
-                 "strong": "stronger prompt", "swap": "opinion phrases swapped", "remove": "sentence removed", "rewrite": "rewrite repaired",
+                 "strong": "stronger prompt", "swap": "opinion phrases swapped",
+                 "release": "spurious opinion words released", "remove": "sentence removed", "rewrite": "rewrite repaired",
                  "reconstruct": "reconstruction repaired"}
         parts.append("<p><b>Repairs</b>: " + esc(", ".join(f"{named.get(k, k)} ×{n}" for k, n in repairs.items()))
                      + "</p>")

@@ -60,6 +60,10 @@ def _add_generate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-opinion-words", action="store_true",
                    help="edit mode: do not ask the LLM which words make a sentence read as the original label (by "
                    "default they are named to change, and spurious words among them may change)")
+    p.add_argument("--release-at-once", action="store_true",
+                   help="edit mode: release a spurious word inside the marked opinion words at once (by default the "
+                   "sentence is first edited with it kept and the opinion turned around it; it is released only when "
+                   "that edit is unusable or not read as the target)")
     p.add_argument("--no-phrase-swap", action="store_true",
                    help="edit mode: do not ask for the opposite of each marked opinion phrase of a sentence that "
                    "still reads as the original label after every edit (by default the phrases are replaced in the "
@@ -88,7 +92,7 @@ def _run_generate(args: argparse.Namespace, progress: StderrProgress, cancel: Ca
         max_tokens=args.max_tokens, shuffle=not args.no_shuffle, drop_prob=args.drop_prob,
         swap_gender=not args.no_gender_swap, mode=args.mode, repair_flip=not args.no_flip_repair,
         edit_polar=args.edit_polar, edit_moved=args.edit_moved, edit_fresh=not args.no_edit_fresh,
-        edit_opinion=not args.no_opinion_words, edit_swap=not args.no_phrase_swap,
+        edit_opinion=not args.no_opinion_words, edit_hold=not args.release_at_once, edit_swap=not args.no_phrase_swap,
         edit_remove=not args.keep_stubborn,
         edit_triples=args.edit_triples, sentence_reader=args.sentence_reader,
         fields=tuple(csv_list(args.fields)) if args.fields else None,

@@ -61,6 +61,11 @@ class SentenceEdit:
     opinion: list[str] | None = None
     #: Spurious words inside ``opinion``: the edit may change them (not in ``keep``).
     released: list[str] = field(default_factory=list)
+    #: Spurious words inside ``opinion`` that a first try kept (``GenerateSettings.edit_hold``): copied, with the
+    #: opinion turned around them; released only when that try is unusable or does not read as the target.
+    held: list[str] = field(default_factory=list)
+    #: How the held words' try ended: ``"kept"`` (its edit is the sentence's), else why they were released.
+    hold: str | None = None
     #: ``{marked phrase: its replacement}`` when the edit is a phrase swap (:mod:`engine.counterbias.phrase_swap`).
     swapped: dict[str, str] = field(default_factory=dict)
     #: The sentence is removed from the candidate (``new == ""``): it still read as the original label after every try
@@ -74,6 +79,7 @@ class SentenceEdit:
                 "failure": self.failure,
                 **({"opinion": self.opinion} if self.opinion is not None else {}),
                 **({"released": self.released} if self.released else {}),
+                **({"held": self.held, "hold": self.hold} if self.held else {}),
                 **({"swapped": self.swapped} if self.swapped else {}),
                 **({"removed": True} if self.removed else {})}
 

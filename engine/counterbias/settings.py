@@ -83,6 +83,13 @@ class GenerateSettings:
         the LLM once which words make it do so (:mod:`engine.counterbias.opinion_words`); they are named to
         change instead of the principal words, and a spurious word among them is released (the edit may
         change it; recorded, and not held against the candidate). ``False``: principal words only.
+    edit_hold
+        Edit mode with ``edit_opinion``: a spurious word inside the marked opinion words is not released at
+        once. The sentence is first edited with it kept verbatim and the opinion turned around it (prompt
+        ``edit_sentence_hold``: "hardly a heartfelt movie", "never shines"), as a counterbias example needs —
+        the word stays while the label flips. That edit is the sentence's when it passes the checks and the
+        sentence reader reads it as the target; otherwise the word is released and the sentence is edited as
+        without this setting (the same requests). One more request per such sentence; ``False`` releases at once.
     edit_swap
         Edit mode with ``edit_opinion``: a sentence with marked opinion words that still has no usable edit after
         every try, or whose edit still reads below 0.5 as the target, gets one phrase swap
@@ -125,6 +132,7 @@ class GenerateSettings:
     edit_moved: float = 0.25
     edit_fresh: bool = True
     edit_opinion: bool = True
+    edit_hold: bool = True
     edit_swap: bool = True
     edit_remove: bool = True
     edit_triples: bool = False

@@ -115,6 +115,20 @@ def test_an_edit_mode_sentence_shows_its_opinion_words_released_words_and_phrase
     assert "(edit dropped: it still read as the original label after every try)" in out and "&lt;b&gt;treat" in out
 
 
+def test_an_edit_mode_sentence_says_whether_its_held_spurious_words_were_kept_or_released():
+    row = _cand(7, 13, "proposed", "He finds it awful and not lovely. It is dull.")
+    row["meta"]["repairs"] = {"release": 1}
+    row["meta"]["fields"][0]["edits"] = [
+        {"index": 0, "sentence": "He finds it great and lovely.", "new": "He finds it awful and not lovely.",
+         "problems": [], "opinion": ["great", "lovely"], "held": ["lovely"], "hold": "kept"},
+        {"index": 1, "sentence": "It is charming.", "new": "It is dull.", "problems": [], "opinion": ["charming"],
+         "released": ["charming"], "held": ["charming"], "hold": "not read as the target"}]
+    out = candidate_html(row)
+    assert "spurious opinion words kept, opinion turned around them: lovely" in out
+    assert "released spurious words: charming (a try keeping them: not read as the target)" in out
+    assert "spurious opinion words released ×1" in out
+
+
 def test_a_removed_sentence_says_so():
     row = _cand(6, 13, "proposed", "He finds it awful.")
     row["meta"]["repairs"] = {"edit": 1, "remove": 1}

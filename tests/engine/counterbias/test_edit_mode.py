@@ -798,10 +798,16 @@ def _marking(body) -> bool:
     return "\nRead as:" in body["messages"][-1]["content"]
 
 
+def _holding(body) -> bool:
+    return "Opinion words to keep:" in body["messages"][-1]["content"]
+
+
 def test_a_spurious_word_marked_as_an_opinion_word_is_released(voted_project, stub, tmp_path):
     """The principal sentence reads as Positive and the LLM marks "great, lovely" as what makes it so (prompt
-    ``opinion_words``). "lovely" is a spurious word: it is released (not among the words to copy), the edit changes
-    it, the candidate records it, and the spurious-word check passes without it ("plot" is still required)."""
+    ``opinion_words``). "lovely" is a spurious word: it is first held (prompt ``edit_sentence_hold``), and that try,
+    "The plot is dreadful and the music is lovely.", reads as neither label, so it is released (not among the words
+    to copy), the edit changes it, the candidate records it, and the spurious-word check passes without it ("plot"
+    is still required)."""
     from engine.counterbias import judge_candidates
     from tests.engine.counterbias.scripted_llm import words_to_keep
 
@@ -820,6 +826,11 @@ def test_a_spurious_word_marked_as_an_opinion_word_is_released(voted_project, st
     assert len(result.created) == 1, rows[0]["meta"].get("error")
     edit = rows[0]["meta"]["fields"][0]["edits"][0]
     assert edit["opinion"] == ["great", "lovely"] and edit["released"] == ["lovely"] and edit["keep"] == ["plot"]
+    assert edit["held"] == ["lovely"] and edit["hold"] == "not read as the target"
+    assert rows[0]["meta"]["repairs"]["release"] == 1
+    edits = [b for b in sent if _editing(b)]
+    assert _holding(edits[0]) and not any(map(_holding, edits[1:]))  # held first, then edited as without the hold
+    assert words_to_keep(edits[0]) == ("plot", "lovely") and words_to_keep(edits[1]) == ("plot",)
     marked = [b["messages"][-1]["content"] for b in sent if _marking(b)]
     assert len(marked) == 1 and "Read as: Positive" in marked[0] and marked[0].endswith("Sentence: " + TARGET)
     assert rows[0]["text"] == REVIEW.replace("great", "dreadful").replace("lovely", "dreary")
@@ -827,6 +838,49 @@ def test_a_spurious_word_marked_as_an_opinion_word_is_released(voted_project, st
     assert scores["missing_spurious"] == [] and scores["released_spurious"] == ["lovely"]
     assert scores["verdicts"]["spurious-kept"] == {
         "status": "pass", "reason": "1 of 2 kept; released as opinion words: lovely"}
+
+
+def test_a_spurious_opinion_word_is_kept_when_the_edit_turns_the_opinion_around_it(voted_project, stub, tmp_path):
+    """The same marking ("great, lovely"; "lovely" spurious), and the held try keeps "lovely" and negates it: "The plot
+    is dreadful and the music is not lovely." reads as the target, so it is the sentence's edit — no release, no
+    other edit request for the sentence, "lovely" among the words kept, and the spurious-word check wants both
+    words. The request names the held word as an opinion word to keep, and to copy, and not as a word to change.
+    With ``edit_hold=False`` no held try is sent and the word is released at once."""
+    from engine.counterbias import judge_candidates
+    from tests.engine.counterbias.scripted_llm import words_to_keep
+
+    _dataset_with_vote(voted_project, tmp_path, spurious=("plot", "lovely"))
+    sent = []
+
+    def reply(body):
+        sent.append(body)
+        sentence = sentence_to_edit(body)
+        if sentence is None:
+            return scripted_reply(body)
+        edited = sentence.replace("great", "dreadful")
+        if _holding(body):
+            return edited.replace("is lovely", "is not lovely")
+        return edited if "lovely" in words_to_keep(body) else edited.replace("lovely", "dreary")
+
+    result, rows = _run(voted_project, stub(reply=reply), swap_gender=False, repair_flip=False)
+    assert len(result.created) == 1, rows[0]["meta"].get("error")
+    edit = rows[0]["meta"]["fields"][0]["edits"][0]
+    assert edit["held"] == ["lovely"] and edit["hold"] == "kept" and "released" not in edit
+    assert edit["change"] == ["great"] and edit["keep"] == ["plot", "lovely"]
+    assert "release" not in rows[0]["meta"]["repairs"]
+    edits = [b for b in sent if _editing(b)]
+    assert len(edits) == 1 and _holding(edits[0])
+    request = edits[0]["messages"][-1]["content"]
+    assert "Words to change: great\n" in request and "Opinion words to keep: lovely\n" in request
+    assert request.endswith("Words to copy exactly: plot, lovely")
+    assert rows[0]["text"] == REVIEW.replace(TARGET, "The plot is dreadful and the music is not lovely.")
+    scores = judge_candidates(voted_project, result.created, [])[result.created[0]]
+    assert scores["missing_spurious"] == [] and not scores.get("released_spurious")
+
+    sent.clear()
+    _, rows = _run(voted_project, stub(reply=reply), swap_gender=False, repair_flip=False, edit_hold=False)
+    edit = rows[-1]["meta"]["fields"][0]["edits"][0]
+    assert not any(map(_holding, sent)) and edit["released"] == ["lovely"] and "held" not in edit
 
 
 def test_an_unusable_marking_is_no_verdict_and_edit_opinion_off_sends_none(voted_project, stub, tmp_path):
