@@ -121,7 +121,7 @@ from engine.counterbias.sentence_reading import MIN_WORDS_MEMBERS, create_reader
 from engine.counterbias.settings import GenerateSettings, GenerationConfigError, targets_for
 from engine.counterbias.triple_store import current_rows, load_triples
 from engine.counterbias.triples import extract_triples
-from engine.llm.base import ChatBackend, ChatRequest, ChatResult, Failure, Usage
+from engine.llm.base import ChatBackend, ChatRequest, ChatResult, Failure, Message, Usage
 from engine.llm.cache import CachedClient
 from engine.llm.config import LLMConfig
 from engine.llm.prompts import load_prompt
@@ -898,9 +898,10 @@ def _hold_tries(client: CachedClient, jobs: Sequence[tuple[Slot, FieldPlan, Sent
     "masterpiece", "shines") is exactly what a counterbias example must keep while the label flips; released at once,
     the bundled model replaced 8 of 147 such words on 50 CAD dev reviews (stop 47), and the human editors more. The
     try is the sentence's edit when it passes every check of an edit (its held words included) and the sentence
-    reader reads it as the target (above 0.5: not merely as no label). Otherwise the held words are released
-    (``released``) and the sentence is edited as without the hold — the same requests. Returns the ids of the
-    edits the tries made.
+    reader reads it as the target (above 0.5: not merely as no label); otherwise it is repaired once in the same
+    conversation (``edit_sentence_repair``, saying what was wrong), and the repair is judged the same way. When
+    neither is, the held words are released (``released``) and the sentence is edited as without the hold — the
+    same requests. Returns the ids of the edits the tries made.
     """
     todo = [(slot, plan, edit) for slot, plan, edit, _ in jobs if edit.held and slot.error is None]
     if not todo or polar_fn is None:
@@ -908,16 +909,39 @@ def _hold_tries(client: CachedClient, jobs: Sequence[tuple[Slot, FieldPlan, Sent
             edit.released, edit.hold = list(edit.held), "no reader"
         return set()
     task = settings.task_description(dataset.labels)
-    requests = []
+    asked = []
     for slot, plan, edit in todo:
         change, turn, keep = _held_plan(edit)
         held = SentenceEdit(edit.index, edit.original, edit.sentence, change, keep)
-        request = _edit_request(slot, plan, held, plan.others, task, dataset.labels, settings,
-                                prompt="edit_sentence_hold" if turn else "edit_sentence", hold=", ".join(turn))
-        requests.append(request)
-    answers = client.chat_many(requests, cancel=token).results
-    tried: list[tuple[Slot, FieldPlan, SentenceEdit, ChatRequest, str]] = []
-    for (slot, plan, edit), request, answer in zip(todo, requests, answers, strict=True):
+        asked.append(_edit_request(slot, plan, held, plan.others, task, dataset.labels, settings,
+                                   prompt="edit_sentence_hold" if turn else "edit_sentence",
+                                   hold=", ".join(turn)).messages)
+    taken: set[int] = set()
+    left = _judge_holds(client, list(zip(todo, asked, strict=True)), dataset, settings, mapping, token, guard,
+                        polar_fn, taken)
+    if left:
+        repair = load_prompt("edit_sentence_repair")
+        again = [((slot, plan, edit), [*messages, {"role": "assistant", "content": answer},
+                                       *repair.render(problem=problem, target=slot.target,
+                                                      keep=", ".join(_held_plan(edit)[2]))])
+                 for (slot, plan, edit), messages, answer, problem in left]
+        left = _judge_holds(client, again, dataset, settings, mapping, token, guard, polar_fn, taken)
+    for (slot, _, edit), _, _, _ in left:
+        slot.repaired("release")
+        edit.released = list(edit.held)
+    return taken
+
+
+def _judge_holds(client: CachedClient, items: Sequence[tuple[tuple[Slot, FieldPlan, SentenceEdit], list[Message]]],
+                 dataset: DatasetInfo, settings: GenerateSettings, mapping: dict[str, str], token: CancelToken,
+                 guard: LeakGuard, polar_fn: Any,
+                 taken: set[int]) -> list[tuple[tuple[Slot, FieldPlan, SentenceEdit], list[Message], str, str]]:
+    """Send the held tries ``items`` (``((slot, plan, edit), messages)``) and take each answer that passes every
+    check (the held words among the words to keep) and reads as the target into its edit (its id into ``taken``).
+    Returns the others, with their messages, answer and what to tell the LLM; ``edit.hold`` says how each ended."""
+    answers = client.chat_many([ChatRequest(m, _params(settings, s)) for (s, _, _), m in items], cancel=token).results
+    left, tried = [], []
+    for ((slot, plan, edit), messages), answer in zip(items, answers, strict=True):
         if isinstance(answer, Failure):
             slot.fail("edit", answer.message, retriable=answer.retriable, hint=answer.hint)
             continue
@@ -925,25 +949,27 @@ def _hold_tries(client: CachedClient, jobs: Sequence[tuple[Slot, FieldPlan, Sent
         new, problem = _read_answer(slot, plan, edit, answer, guard, dataset.labels)
         edit.keep = released_keep
         if problem is not None:
-            edit.released, edit.hold = list(edit.held), problem.reason
+            edit.hold = problem.reason
+            left.append(((slot, plan, edit), messages, answer.text, problem.message))
         else:
-            tried.append((slot, plan, edit, request, new))
-    taken: set[int] = set()
-    for target in {slot.target for slot, *_ in tried}:
-        items = [t for t in tried if t[0].target == target]
-        for (slot, plan, edit, request, new), p in zip(items, polar_fn([t[4] for t in items], target), strict=True):
-            if not p > 0.5:  # NaN: no verdict, released as without the hold
-                edit.released, edit.hold = list(edit.held), "not read as the target"
+            tried.append(((slot, plan, edit), messages, answer.text, new))
+    for target in {slot.target for (slot, _, _), *_ in tried}:
+        mine = [t for t in tried if t[0][0].target == target]
+        for ((slot, plan, edit), messages, text, new), p in zip(mine, polar_fn([t[3] for t in mine], target),
+                                                                  strict=True):
+            if not p > 0.5:  # NaN: no verdict, not taken
+                edit.hold = "not read as the target"
+                words, it = ", ".join(f'"{w}"' for w in edit.held), "them" if len(edit.held) > 1 else "it"
+                left.append(((slot, plan, edit), messages, text,
+                             f"It does not read as {target}. Keep {words} and turn the opinion around {it}: negate "
+                             f"{it}, or say the opposite about {it}, so that the sentence reads as {target}."))
                 continue
             edit.change, _, edit.keep = _held_plan(edit)
             edit.answer, edit.new, edit.hold = new, _swapper(plan, mapping)(new), "kept"
-            edit.messages = list(request.messages)
+            edit.messages = list(messages)
             plan.keep = list(dict.fromkeys([*plan.keep, *edit.held]))
             taken.add(id(edit))
-    for slot, _, edit in todo:
-        if edit.hold not in (None, "kept"):
-            slot.repaired("release")
-    return taken
+    return left
 
 
 #: Seed offset of the fresh try of a sentence (``edit_fresh``).

@@ -805,9 +805,9 @@ def _holding(body) -> bool:
 def test_a_spurious_word_marked_as_an_opinion_word_is_released(voted_project, stub, tmp_path):
     """The principal sentence reads as Positive and the LLM marks "great, lovely" as what makes it so (prompt
     ``opinion_words``). "lovely" is a spurious word: it is first held (prompt ``edit_sentence_hold``), and that try,
-    "The plot is dreadful and the music is lovely.", reads as neither label, so it is released (not among the words
-    to copy), the edit changes it, the candidate records it, and the spurious-word check passes without it ("plot"
-    is still required)."""
+    "The plot is dreadful and the music is lovely.", reads as neither label, as does its repair, so it is released
+    (not among the words to copy), the edit changes it, the candidate records it, and the spurious-word check passes
+    without it ("plot" is still required)."""
     from engine.counterbias import judge_candidates
     from tests.engine.counterbias.scripted_llm import words_to_keep
 
@@ -830,7 +830,9 @@ def test_a_spurious_word_marked_as_an_opinion_word_is_released(voted_project, st
     assert rows[0]["meta"]["repairs"]["release"] == 1
     edits = [b for b in sent if _editing(b)]
     assert _holding(edits[0]) and not any(map(_holding, edits[1:]))  # held first, then edited as without the hold
-    assert words_to_keep(edits[0]) == ("plot", "lovely") and words_to_keep(edits[1]) == ("plot",)
+    assert edits[1]["messages"][:-2] == edits[0]["messages"]  # the held try's repair, in its conversation
+    assert 'It does not read as Negative. Keep "lovely"' in edits[1]["messages"][-1]["content"]
+    assert words_to_keep(edits[0]) == ("plot", "lovely") and words_to_keep(edits[2]) == ("plot",)
     marked = [b["messages"][-1]["content"] for b in sent if _marking(b)]
     assert len(marked) == 1 and "Read as: Positive" in marked[0] and marked[0].endswith("Sentence: " + TARGET)
     assert rows[0]["text"] == REVIEW.replace("great", "dreadful").replace("lovely", "dreary")
@@ -881,6 +883,29 @@ def test_a_spurious_opinion_word_is_kept_when_the_edit_turns_the_opinion_around_
     _, rows = _run(voted_project, stub(reply=reply), swap_gender=False, repair_flip=False, edit_hold=False)
     edit = rows[-1]["meta"]["fields"][0]["edits"][0]
     assert not any(map(_holding, sent)) and edit["released"] == ["lovely"] and "held" not in edit
+
+
+def test_a_held_try_that_drops_its_spurious_word_is_repaired_once(voted_project, stub, tmp_path):
+    """The held try drops "lovely" ("The plot is dreadful and the music is fine."): it is repaired once in the same
+    conversation, naming the word, and the repair that keeps and negates it is the sentence's edit."""
+    _dataset_with_vote(voted_project, tmp_path, spurious=("plot", "lovely"))
+    sent = []
+
+    def reply(body):
+        sent.append(body)
+        sentence = sentence_to_edit(body)
+        if sentence is None:
+            return scripted_reply(body)
+        if "lovely" in body["messages"][-1]["content"] and not _holding(body):  # the repair names it
+            return "The plot is dreadful and the music is not lovely."
+        return "The plot is dreadful and the music is fine."
+
+    result, rows = _run(voted_project, stub(reply=reply), swap_gender=False, repair_flip=False)
+    assert len(result.created) == 1, rows[0]["meta"].get("error")
+    edit = rows[0]["meta"]["fields"][0]["edits"][0]
+    assert edit["hold"] == "kept" and "released" not in edit and edit["new"].endswith("is not lovely.")
+    edits = [b for b in sent if _editing(b)]
+    assert len(edits) == 2 and _holding(edits[0]) and '"lovely"' in edits[1]["messages"][-1]["content"]
 
 
 def test_an_unusable_marking_is_no_verdict_and_edit_opinion_off_sends_none(voted_project, stub, tmp_path):
