@@ -436,6 +436,7 @@ def main() -> int:
                 dist.append(edit_distance(o, words(text)) / max(len(o), 1))
                 leaked += bool(leaks(text, originals[k]["text"], sentences))
             return {"spurious_words_kept": kept_words / total_words if total_words else float("nan"),
+                    "counts": {"spurious_words_kept": (kept_words, total_words), "swap_kept": (swap_kept, total_words)},
                     "swap_kept": swap_kept / total_words if total_words else float("nan"),
                     "released": released / total_words if total_words else float("nan"),
                     "all_spurious_kept": all_kept / len(texts),
@@ -492,7 +493,9 @@ def main() -> int:
                            ("plain_kept", "  the same, gendered words left out"), ("plain_all_kept", "  texts keeping all of those"),
                            ("facts_kept", "names and dates kept (words)"),
                            ("edit_distance", "word edit distance to original"), ("bleu4", "BLEU-4 against original")):
-            print(f"{label:<34}{f(g_stats.get(key, float('nan'))):>10}{f(h_stats.get(key, float('nan'))):>10}")
+            n_of = g_stats.get("counts", {}).get(key)
+            print(f"{label:<34}{f(g_stats.get(key, float('nan'))):>10}{f(h_stats.get(key, float('nan'))):>10}"
+                  + (f"   ({n_of[0]} of {n_of[1]} words generated)" if n_of else ""))
         print(f"{'prompt leaks (texts)':<34}{g_stats.get('prompt_leaks', 0):>10}{h_stats.get('prompt_leaks', 0):>10}")
         print(f"{'rating turned (rated texts)':<34}{f(g_stats.get('ratings_turned', float('nan'))):>10}"
               f"{f(h_stats.get('ratings_turned', float('nan'))):>10}   (of {g_stats.get('rated', 0)} / "
