@@ -802,6 +802,25 @@ def _holding(body) -> bool:
     return "Opinion words to keep:" in body["messages"][-1]["content"]
 
 
+def _lovely_marked(sent, held=None):
+    """Replies for a review whose spurious "lovely" the scripted marker marks: an edit turns "great" into
+    "dreadful", and "lovely" into "dreary" unless it is among the words to copy; ``held(edited)`` answers the held
+    try when given. Every request goes to ``sent``."""
+    from tests.engine.counterbias.scripted_llm import words_to_keep
+
+    def reply(body):
+        sent.append(body)
+        sentence = sentence_to_edit(body)
+        if sentence is None:
+            return scripted_reply(body)
+        edited = sentence.replace("great", "dreadful")
+        if held is not None and _holding(body):
+            return held(edited)
+        return edited if "lovely" in words_to_keep(body) else edited.replace("lovely", "dreary")
+
+    return reply
+
+
 def test_a_spurious_word_marked_as_an_opinion_word_is_released(voted_project, stub, tmp_path):
     """The principal sentence reads as Positive and the LLM marks "great, lovely" as what makes it so (prompt
     ``opinion_words``). "lovely" is a spurious word: it is first held (prompt ``edit_sentence_hold``), and that try,
@@ -813,16 +832,7 @@ def test_a_spurious_word_marked_as_an_opinion_word_is_released(voted_project, st
 
     _dataset_with_vote(voted_project, tmp_path, spurious=("plot", "lovely"))
     sent = []
-
-    def reply(body):
-        sent.append(body)
-        sentence = sentence_to_edit(body)
-        if sentence is None:
-            return scripted_reply(body)
-        edited = sentence.replace("great", "dreadful")
-        return edited if "lovely" in words_to_keep(body) else edited.replace("lovely", "dreary")
-
-    result, rows = _run(voted_project, stub(reply=reply), swap_gender=False, repair_flip=False)
+    result, rows = _run(voted_project, stub(reply=_lovely_marked(sent)), swap_gender=False, repair_flip=False)
     assert len(result.created) == 1, rows[0]["meta"].get("error")
     edit = rows[0]["meta"]["fields"][0]["edits"][0]
     assert edit["opinion"] == ["great", "lovely"] and edit["released"] == ["lovely"] and edit["keep"] == ["plot"]
@@ -849,21 +859,10 @@ def test_a_spurious_opinion_word_is_kept_when_the_edit_turns_the_opinion_around_
     words. The request names the held word as an opinion word to keep, and to copy, and not as a word to change.
     With ``edit_hold=False`` no held try is sent and the word is released at once."""
     from engine.counterbias import judge_candidates
-    from tests.engine.counterbias.scripted_llm import words_to_keep
 
     _dataset_with_vote(voted_project, tmp_path, spurious=("plot", "lovely"))
     sent = []
-
-    def reply(body):
-        sent.append(body)
-        sentence = sentence_to_edit(body)
-        if sentence is None:
-            return scripted_reply(body)
-        edited = sentence.replace("great", "dreadful")
-        if _holding(body):
-            return edited.replace("is lovely", "is not lovely")
-        return edited if "lovely" in words_to_keep(body) else edited.replace("lovely", "dreary")
-
+    reply = _lovely_marked(sent, held=lambda edited: edited.replace("is lovely", "is not lovely"))
     result, rows = _run(voted_project, stub(reply=reply), swap_gender=False, repair_flip=False)
     assert len(result.created) == 1, rows[0]["meta"].get("error")
     edit = rows[0]["meta"]["fields"][0]["edits"][0]
