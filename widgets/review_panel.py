@@ -183,8 +183,10 @@ def candidate_html(candidate: dict[str, Any]) -> str:
     keep = meta.get("keep_words") or []
     if "spurious_kept" in scores:
         missing = scores.get("missing_spurious") or []
-        kept = "all kept" if scores["spurious_kept"] else "<span style='color:#a40000'>missing: " + esc(
-            ", ".join(missing)) + "</span>"
+        released = scores.get("released_spurious") or []
+        kept = (("all kept" if not released else "the others kept; released as opinion words: "
+                 + esc(", ".join(released))) if scores["spurious_kept"]
+                else "<span style='color:#a40000'>missing: " + esc(", ".join(missing)) + "</span>")
         parts.append(f"<p><b>Spurious words</b> ({esc(', '.join(keep)) or 'none'}): {kept}</p>")
     elif keep:
         parts.append(f"<p><b>Spurious words to keep</b>: {esc(', '.join(keep))}</p>")

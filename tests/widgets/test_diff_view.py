@@ -123,7 +123,10 @@ def test_an_edit_mode_sentence_says_whether_its_held_spurious_words_were_kept_or
          "problems": [], "opinion": ["great", "lovely"], "held": ["lovely"], "hold": "kept"},
         {"index": 1, "sentence": "It is charming.", "new": "It is dull.", "problems": [], "opinion": ["charming"],
          "released": ["charming"], "held": ["charming"], "hold": "not read as the target"}]
+    row["meta"]["keep_words"] = ["lovely", "charming"]
+    row["scores"].update(spurious_kept=True, missing_spurious=[], released_spurious=["charming"])
     out = candidate_html(row)
+    assert "Spurious words</b> (lovely, charming): the others kept; released as opinion words: charming" in out
     assert "spurious opinion words kept, opinion turned around them: lovely" in out
     assert "released spurious words: charming (a try keeping them: not read as the target)" in out
     assert "spurious opinion words released ×1" in out
