@@ -175,8 +175,8 @@ class LLMDialog(QDialog):
         self.edit_hold.setToolTip("Edit mode, with the opinion words: a spurious word among the marked words "
                                   "(\"heartfelt\", \"masterpiece\") is first kept and the opinion turned around it "
                                   "(\"hardly a heartfelt movie\"), as a counterbias example needs; it is released "
-                                  "only when that edit fails its checks or is not read as the target (one more "
-                                  "request per such sentence)")
+                                  "only when that edit and its repair fail their checks or are not read as the "
+                                  "target (one or two more requests per such sentence)")
         self.edit_swap = QCheckBox("Swap each opinion phrase for its opposite where every edit failed")
         self.edit_swap.setToolTip("Edit mode, with the opinion words: a sentence that still reads as the original "
                                   "label after every edit gets one more try; the LLM gives the opposite of each "

@@ -88,8 +88,9 @@ class GenerateSettings:
         once. The sentence is first edited with it kept verbatim and the opinion turned around it (prompt
         ``edit_sentence_hold``: "hardly a heartfelt movie", "never shines"), as a counterbias example needs —
         the word stays while the label flips. That edit is the sentence's when it passes the checks and the
-        sentence reader reads it as the target; otherwise the word is released and the sentence is edited as
-        without this setting (the same requests). One more request per such sentence; ``False`` releases at once.
+        sentence reader reads it as the target (after one repair if not); otherwise the word is released and the
+        sentence is edited as without this setting (the same requests). One or two more requests per such sentence;
+        ``False`` releases at once.
     edit_swap
         Edit mode with ``edit_opinion``: a sentence with marked opinion words that still has no usable edit after
         every try, or whose edit still reads below 0.5 as the target, gets one phrase swap
