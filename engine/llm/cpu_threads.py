@@ -64,16 +64,25 @@ class LoadSampler:
 
     It reads the system's and this process's CPU time counters (``psutil``); the difference is
     what other programs used (time stolen by a hypervisor counts as theirs). Reading never waits.
+
+    Parameters
+    ----------
+    counters
+        Returns ``(monotonic seconds, CPU seconds every process used, CPU seconds this process
+        used)``; default: the real counters. Tests pass scripted ones.
     """
 
-    def __init__(self) -> None:
-        import psutil
+    def __init__(self, counters: Callable[[], tuple[float, float, float]] | None = None) -> None:
+        if counters is None:
+            import psutil
 
-        self._psutil = psutil
-        self._me = psutil.Process()
+            self._psutil = psutil
+            self._me = psutil.Process()
+            counters = self._real_counters
+        self._counters = counters
         self._last = self._counters()
 
-    def _counters(self) -> tuple[float, float, float]:
+    def _real_counters(self) -> tuple[float, float, float]:
         t = self._psutil.cpu_times()
         idle = t.idle + getattr(t, "iowait", 0.0)
         busy = sum(t) - idle - getattr(t, "guest", 0.0) - getattr(t, "guest_nice", 0.0)  # guest time is in user

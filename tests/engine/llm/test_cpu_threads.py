@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import time
 from types import SimpleNamespace
 
 import pytest
@@ -133,20 +130,13 @@ def test_the_wait_doubles_when_the_machine_is_busy_again_soon_and_resets_after_a
 
 
 def test_the_load_sampler_counts_other_processes_and_not_this_one():
-    sampler = LoadSampler()
-    spin = "import time\nend = time.time() + 5\nwhile time.time() < end: pass"
-    busy = subprocess.Popen([sys.executable, "-c", spin])
-    try:
-        time.sleep(0.2)  # let it start
-        assert sampler.sample(0.8) > 0.6
-    finally:
-        busy.kill()
-        busy.wait()
-    sampler.others()
-    end = time.monotonic() + 0.8
-    while time.monotonic() < end:  # this process busy on one core
-        pass
-    assert sampler.others() < 0.5
+    # scripted counters (wall clock, every process's busy CPU seconds, this process's): the load of the
+    # machine running the test never enters
+    readings = iter([(0.0, 100.0, 10.0), (0.05, 100.0, 10.0), (1.0, 101.8, 10.9), (2.0, 102.7, 11.8)])
+    sampler = LoadSampler(counters=lambda: next(readings))
+    assert sampler.others() is None  # under 0.1 s since the first reading
+    assert sampler.others() == pytest.approx(0.9)  # 1.8 core-seconds in 1 s, 0.9 of them this process's
+    assert sampler.others() == pytest.approx(0.0)  # only this process was busy
 
 
 def test_a_thread_count_the_user_set_is_never_changed():
@@ -164,20 +154,22 @@ def test_the_real_model_loads_on_fewer_threads_under_load_and_takes_every_core_o
                                      options={"n_ctx": 512}))
     assert "threads while the CPU is free" in backend.describe()
     g = backend.governor
-    # a busy loop is ~1 core; CI noise stays well under 0.6
-    g.look_s, g.check_s, g.cooldown_s, g.idle_cores = 0.3, 0.3, 0.0, 0.6
-    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
-    try:
-        time.sleep(0.2)
-        backend.load()
-        assert backend.threads_now == g.safe
-        assert "other programs use" in backend.describe()
-    finally:
-        busy.kill()
-        busy.wait()
+    # the load and the clock are the test's: busy at load, free from then on; a second passes per reading
+    script = Script()
+
+    def clock() -> float:
+        script.now += 1.0
+        return script.now
+
+    g.look_s, g.check_s, g.cooldown_s, g.idle_cores = 1.0, 1.0, 0.0, 0.6
+    g.clock = clock
+    backend._sampler = SimpleNamespace(sample=lambda: 1.0, others=lambda: None)
+    backend.load()
+    assert backend.threads_now == g.safe
+    assert "other programs use" in backend.describe()
+    g.load = lambda: 0.0
     messages: list[str] = []
     requests = [ChatRequest([{"role": "user", "content": f"Name a colour, number {i}."}]) for i in range(6)]
-    time.sleep(0.4)
     out = backend.chat_many(requests, progress=lambda f, m: messages.append(m))
     try:
         assert all(isinstance(o, ChatResult) and o.text for o in out)
