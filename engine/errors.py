@@ -93,6 +93,30 @@ class DatasetNameTakenError(ProjectError):
     code = "CB105"
 
 
+class DatasetNameError(ProjectError):
+    """A dataset name that cannot be used: it holds ``/`` or a control character, is empty or only digits."""
+
+    code = "CB106"
+
+
+class ProjectCorruptError(ProjectError):
+    """SQLite's own check of the project file found damaged pages or indexes."""
+
+    code = "CB145"
+
+
+class ProjectColumnsError(ProjectError):
+    """A table of the project lacks columns its schema version has."""
+
+    code = "CB146"
+
+
+class StoredValueError(ProjectError):
+    """A value stored in the project (a JSON column) cannot be read; the message names table, column and row."""
+
+    code = "CB147"
+
+
 # --------------------------------------------------------------------------- the project file on disk
 
 

@@ -37,8 +37,8 @@ from engine.errors import (
     ReadOnlyMigrationError,
     SchemaTooNewError,
 )
-from engine.store import liveness, schema, staging
-from engine.store.failures import named_storage_error, read_only_error
+from engine.store import health, liveness, schema, staging
+from engine.store.failures import named_storage_error, read_only_error, sqlite_code
 from engine.store.writer import StoreWriter, connect, connect_file_readonly
 
 log = logging.getLogger(__name__)
@@ -95,9 +95,9 @@ class DatasetInfo:
             kind=row["kind"],
             parent_id=row["parent_id"],
             task=row["task"],
-            labels=json.loads(row["labels"]),
+            labels=health.stored_json(row["labels"], "datasets", "labels", row["id"], default=[]),
             source=row["source"],
-            params=json.loads(row["params"] or "{}"),
+            params=health.stored_json(row["params"], "datasets", "params", row["id"], default={}),
             row_count=row["row_count"],
             created_at=row["created_at"],
         )
@@ -252,6 +252,8 @@ class Project:
             named = named_storage_error(exc, path, "opening the project")
             if named is not None:
                 raise named from exc
+            if sqlite_code(exc) == health.SQLITE_CORRUPT:
+                raise health.corrupt_error(path, str(exc)) from exc
             raise NotAProjectError(
                 f"{path} is not a readable SQLite project ({exc}).",
                 "Choose a .cbproj file made by Counterbias Studio.",
@@ -608,6 +610,8 @@ def _check(conn: sqlite3.Connection, path: Path) -> None:
     Raises
     ------
     NotAProjectError, SchemaTooNewError, ProjectDamagedError
+    ProjectCorruptError, ProjectColumnsError, StoredValueError
+        From the checks of :mod:`engine.store.health` (pages, columns, JSON columns).
     """
     app_id = conn.execute("PRAGMA application_id").fetchone()[0]
     if app_id != APP_ID:
@@ -636,6 +640,9 @@ def _check(conn: sqlite3.Connection, path: Path) -> None:
             f"{path} is missing tables of schema {version}: {', '.join(missing)}. The file was not changed.",
             "Open a backup of the project, or re-create the project and import the data again.",
         )
+    health.check_pages(conn, path)
+    health.check_columns(conn, path, version)
+    health.check_json(conn, path, version)
 
 
 def _files_dir_of(path: Path) -> Path:
