@@ -150,6 +150,30 @@ class ReadOnlyMigrationError(ProjectError):
     code = "CB144"
 
 
+class StoredPathError(ProjectError):
+    """A path stored in the project is absolute, empty or climbs out of its files folder with ``..``."""
+
+    code = "CB150"
+
+
+class StoredLinkError(StoredPathError):
+    """A stored or derived path runs through a symbolic link that leads out of the project's files folder."""
+
+    code = "CB151"
+
+
+class RemoveOutsideError(ProjectError):
+    """A removal was asked for a path that is not strictly inside the project's files folder (nothing removed)."""
+
+    code = "CB152"
+
+
+class RemoveFailedError(ProjectError):
+    """The operating system refused to remove a file or folder inside the project's files folder."""
+
+    code = "CB153"
+
+
 # --------------------------------------------------------------------------- import
 
 
@@ -308,3 +332,45 @@ class UnknownEncodingError(EncodingError):
 
 class ExportError(CounterbiasError):
     code = "CB300"
+
+
+class OutputPathError(CounterbiasError):
+    """An output file (export, CSV, report, plot) would be written where it must not be."""
+
+    code = "CB310"
+
+
+class OutputIsProjectError(OutputPathError):
+    """The output is a Counterbias project (or its -wal/-shm/-journal file, or a link to one)."""
+
+    code = "CB311"
+
+
+class OutputInProjectFolderError(OutputPathError):
+    """The output is a project's ``_files`` folder or lies inside it."""
+
+    code = "CB312"
+
+
+class OutputNotAFileError(OutputPathError):
+    """The output exists and is not a regular file (a device, FIFO or socket)."""
+
+    code = "CB313"
+
+
+class OutputIsFolderError(OutputPathError):
+    """The output is a folder."""
+
+    code = "CB314"
+
+
+class OutputIsSymlinkError(OutputPathError):
+    """The output is a symbolic link and following it was not asked for."""
+
+    code = "CB315"
+
+
+class OutputWriteError(OutputPathError):
+    """The output file cannot be written (missing folder, no permission)."""
+
+    code = "CB316"

@@ -13,7 +13,15 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["TrainState", "load_optimizer", "load_weights", "save_optimizer", "save_weights"]
+__all__ = [
+    "TrainState",
+    "load_optimizer",
+    "load_weights",
+    "process_umask",
+    "publish_files",
+    "save_optimizer",
+    "save_weights",
+]
 
 STATE_FILE = "train_state.json"
 
@@ -68,6 +76,7 @@ def save_weights(model: Any, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     save_model(model, str(tmp))
+    os.chmod(tmp, 0o666 & ~process_umask())  # safetensors writes 0o600 whatever the umask
     os.replace(tmp, path)
 
 
@@ -95,6 +104,7 @@ def save_optimizer(optimizer: Any, path: Path) -> None:
     meta = {"param_groups": json.dumps(sd["param_groups"]), "scalars": json.dumps(scalars)}
     tmp = path.with_suffix(".tmp")
     save_file(tensors, str(tmp), metadata=meta)
+    os.chmod(tmp, 0o666 & ~process_umask())
     os.replace(tmp, path)
 
 
@@ -115,3 +125,29 @@ def load_optimizer(optimizer: Any, path: Path) -> None:
         state.setdefault(int(idx), {})[name] = value
     groups = json.loads(meta["param_groups"])
     optimizer.load_state_dict({"state": state, "param_groups": groups})
+
+
+def publish_files(folder: Path) -> None:
+    """Give the files directly in ``folder`` the mode a new file gets (``0o666`` less the umask).
+
+    ``safetensors`` writes its files ``0o600`` whatever the umask; the weights of a project are
+    ordinary files that whoever may read the project may read too.
+    """
+    mode = 0o666 & ~process_umask()
+    for path in folder.iterdir():
+        if path.is_file() and not path.is_symlink():
+            os.chmod(path, mode)
+
+
+def process_umask() -> int:
+    """The process's umask (read from ``/proc`` where it can be, so it is never changed meanwhile)."""
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    value = os.umask(0o022)
+    os.umask(value)
+    return value

@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from engine.models.checkpoint import process_umask
 from engine.models.config import MemberSpec
 from engine.models.data import Example
 from engine.progress import CancelToken, ProgressFn, ensure_token, no_progress
@@ -87,9 +88,12 @@ def feature_key(spec: MemberSpec, dataset_id: int, fields: Sequence[str]) -> str
 
 
 def features_folder(project: Project, spec: MemberSpec, dataset_id: int, fields: Sequence[str]) -> Path:
-    """``<project>_files/features/<backbone>-<key>``."""
+    """``<project>_files/features/<backbone>-<key>`` (checked to lie inside the project: CB151 otherwise)."""
+    from engine.store.paths import derived_folder
+
     slug = re.sub(r"[^A-Za-z0-9._-]+", "_", spec.backbone).strip("._") or "backbone"
-    return project.files_dir / "features" / f"{slug}-{feature_key(spec, dataset_id, fields)}"
+    return derived_folder(project, "features", f"{slug}-{feature_key(spec, dataset_id, fields)}",
+                          what="the feature cache")
 
 
 def row_crc(texts: Sequence[str]) -> int:
@@ -127,6 +131,7 @@ def _write_shard(folder: Path, number: int, ids: list[int], crcs: list[int], vec
         },
         str(tmp),
     )
+    os.chmod(tmp, 0o666 & ~process_umask())  # safetensors writes 0o600 whatever the umask
     os.replace(tmp, folder / f"part-{number:05d}.safetensors")
 
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -356,14 +355,17 @@ class CachedHeadTrainer:
     def _finish(self) -> None:
         from engine.models.hf import quiet_transformers
 
-        if self.folder.exists():
-            shutil.rmtree(self.folder)
+        from engine.models.checkpoint import publish_files
+        from engine.store.paths import safe_remove
+
+        safe_remove(self.project, self.folder)  # a link is removed itself, never followed
         self.folder.mkdir(parents=True)
         with quiet_transformers():
             self.model.save_pretrained(str(self.folder))
             self.tokenizer.save_pretrained(str(self.folder))
         for stale in self.folder.glob("*.bin"):
-            stale.unlink()
+            safe_remove(self.project, stale)
         (self.folder / "train_state.json").write_text(
             json.dumps({"config_hash": self.config_hash, "history": self.state.history}, indent=1), encoding="utf-8"
         )
+        publish_files(self.folder)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -11,6 +10,7 @@ from typing import Any
 
 from engine.models.errors import ModelNotFoundError
 from engine.store import Project
+from engine.store.paths import inside_project, safe_remove
 from engine.store.schema import now
 
 __all__ = ["ModelInfo", "delete_model", "find_model", "get_model", "list_models"]
@@ -24,8 +24,12 @@ class ModelInfo:
     ----------
     id, name, backbone
         Row id, unique name, backbone registry name.
+    stored_path, project_path
+        The folder as the project stores it (relative to its files folder) and the ``.cbproj`` file.
     folder
-        Absolute folder holding ``config.json``, ``model.safetensors`` and the tokenizer.
+        Absolute folder holding ``config.json``, ``model.safetensors`` and the tokenizer; checked on
+        every use to lie inside the project's files folder
+        (:func:`engine.store.paths.inside_project`: CB150, CB151).
     params
         ``{"spec": MemberSpec dict, "config_hash", "dataset_id", "labels", "fields", "task"}``.
     metrics
@@ -35,11 +39,17 @@ class ModelInfo:
     id: int
     name: str
     backbone: str
-    folder: Path
+    stored_path: str | None
+    project_path: Path
     params: dict[str, Any] = field(default_factory=dict)
     metrics: dict[str, Any] = field(default_factory=dict)
     created_at: str = ""
     run_id: int | None = None
+
+    @property
+    def folder(self) -> Path:
+        """The member's folder inside the project's files folder (refused when it would lie outside)."""
+        return inside_project(self.project_path, self.stored_path, what=f"the folder of model {self.name!r}")
 
     @property
     def labels(self) -> list[str]:
@@ -90,7 +100,8 @@ def _from_row(project: Project, row: dict[str, Any]) -> ModelInfo:
         id=int(row["id"]),
         name=row["name"],
         backbone=row["backbone"],
-        folder=project.files_dir / (row["path"] or ""),
+        stored_path=row["path"],
+        project_path=Path(project.path),
         params=json.loads(row["params"] or "{}"),
         metrics=json.loads(row["metrics"] or "{}"),
         created_at=row["created_at"],
@@ -165,8 +176,19 @@ def delete_model_rows(conn: sqlite3.Connection, model_id: int) -> None:
 
 
 def delete_model(project: Project, name: str) -> None:
-    """Delete a trained model: its row, its attributions and its folder."""
+    """Delete a trained model: its row, its attributions and its folder.
+
+    A row without a folder (``path`` NULL) is deleted alone.
+
+    Raises
+    ------
+    engine.errors.StoredPathError, engine.errors.StoredLinkError
+        The stored folder lies outside the project's files folder: nothing is deleted.
+    engine.errors.RemoveFailedError
+        The folder could not be removed (the row is gone already).
+    """
     info = get_model(project, name)
+    folder = info.folder if info.stored_path is not None else None  # checked before anything is deleted
     project.writer.run(delete_model_rows, info.id)
-    if info.folder.is_dir() and info.folder != project.files_dir:
-        shutil.rmtree(info.folder, ignore_errors=True)
+    if folder is not None:
+        safe_remove(project, folder)

@@ -31,7 +31,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -42,6 +41,7 @@ from engine.models.config import TOP_TYPES
 from engine.models.errors import EnsembleConfigError
 from engine.models.features import _fmt_eta as _fmt
 from engine.models.features import features_folder, row_crc
+from engine.store.paths import safe_remove
 from engine.models.quick import (
     VERIFY_ROWS,
     CachedHeadTrainer,
@@ -198,7 +198,7 @@ class CachedTopTrainer(CachedHeadTrainer):
         self.cancel.raise_if_cancelled()
         diff, checked = self._verify_top(list(self.data.dev) or list(self.data.train))
         del states
-        shutil.rmtree(folder, ignore_errors=True)  # finished: the member holds what was learnt
+        safe_remove(self.project, folder)  # finished: the member holds what was learnt
         self.extra = {
             "top": {"tune_layers": cfg.tune_layers, "layers": layers, "encoded_rows": encoded,
                     "reused_rows": len(rows) - encoded, "encode_seconds": round(encode_seconds, 2),

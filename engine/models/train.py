@@ -23,7 +23,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import shutil
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -32,7 +31,14 @@ from typing import Any
 
 import numpy as np
 
-from engine.models.checkpoint import TrainState, load_optimizer, load_weights, save_optimizer, save_weights
+from engine.models.checkpoint import (
+    TrainState,
+    load_optimizer,
+    load_weights,
+    publish_files,
+    save_optimizer,
+    save_weights,
+)
 from engine.models.config import EnsembleConfig, MemberSpec
 from engine.models.data import Example, TrainingData, training_data
 from engine.models.device import release_memory
@@ -46,6 +52,8 @@ from engine.models.store import (
 )
 from engine.progress import CancelToken, ProgressFn, ensure_token, no_progress, scaled
 from engine.store import Project
+from engine.store.locks import member_lock
+from engine.store.paths import derived_folder, safe_remove
 from engine.store.runs import recorded_run
 
 __all__ = ["EnsembleResult", "MemberResult", "member_folder", "train_ensemble", "train_member", "training_order"]
@@ -96,9 +104,17 @@ class EnsembleResult:
 
 
 def member_folder(project: Project, name: str) -> Path:
-    """``project.models_dir / <name made safe for a folder name>``."""
+    """``project.models_dir / <name made safe for a folder name>``, checked to lie inside the project.
+
+    Raises
+    ------
+    engine.errors.StoredLinkError
+        ``models/`` or the member's folder is a symbolic link leading out of the project's files folder.
+    """
     slug = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "model"
-    return project.models_dir / slug
+    folder = derived_folder(project, "models", slug, what=f"the folder of model {name!r}")
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    return folder
 
 
 def train_ensemble(
@@ -142,11 +158,19 @@ def train_ensemble(
     costs = [member_cost(spec, split_sizes(counts, spec.train)) for spec in order]
     total = sum(costs) or 1.0
     bounds = [sum(costs[:i]) / total for i in range(len(costs) + 1)]
-    with recorded_run(project, "train", dataset_id, {"ensemble": config.to_dict()}) as run:
+    for spec in config.members:  # refused (CB150/CB151) before a run is recorded or anything changes
+        member_folder(project, spec.name)
+        existing = find_model(project, spec.name)
+        if existing is not None:
+            _ = existing.folder
+    with member_lock(project, config.names) as locks, \
+            recorded_run(project, "train", dataset_id, {"ensemble": config.to_dict()}) as run:
+        for lock in locks:
+            lock.set_run(run.id)
         for i, spec in enumerate(order):
             sub = scaled(progress, bounds[i], bounds[i + 1])
-            trained[spec.name] = train_member(project, dataset_id, spec, overwrite=overwrite, progress=sub,
-                                              cancel=cancel, run_id=run.id)
+            trained[spec.name] = _train_member(project, dataset_id, spec, overwrite=overwrite, progress=sub,
+                                               cancel=cancel, run_id=run.id)
         results = [trained[spec.name] for spec in config.members]
         run.result = {r.model.name: {"dev_accuracy": r.dev_accuracy, "skipped": r.skipped} for r in results}
     progress(1.0, "Ensemble trained")
@@ -238,9 +262,29 @@ def train_member(
         A model of that name exists with another configuration and ``overwrite`` is false.
     engine.models.errors.TrainingDataError
         No usable train rows.
+    engine.store.locks.MemberBusyError
+        Another run is training a member of that name.
+    engine.errors.StoredPathError, engine.errors.StoredLinkError
+        The member's stored folder lies outside the project: nothing is deleted or trained.
     engine.errors.Cancelled
         When ``cancel`` is set; the last finished epoch stays on disk for a resume.
     """
+    with member_lock(project, [spec.name]):
+        return _train_member(project, dataset_id, spec, overwrite=overwrite, progress=progress, cancel=cancel,
+                             run_id=run_id)
+
+
+def _train_member(
+    project: Project,
+    dataset_id: int,
+    spec: MemberSpec,
+    *,
+    overwrite: bool,
+    progress: ProgressFn,
+    cancel: CancelToken | None,
+    run_id: int | None,
+) -> MemberResult:
+    """:func:`train_member` with the member's lock held by the caller."""
     started = time.perf_counter()
     cancel = ensure_token(cancel)
     config_hash = spec.config_hash(dataset_id)
@@ -248,7 +292,8 @@ def train_member(
     existing = find_model(project, spec.name)
     if existing is not None:
         same = existing.config_hash == config_hash
-        if same and (existing.folder / "model.safetensors").is_file():
+        old_folder = existing.folder  # refused (CB150/CB151) before anything is deleted when it lies outside
+        if same and (old_folder / "model.safetensors").is_file():
             progress(1.0, f"{spec.name}: already trained, skipped")
             return MemberResult(existing, True, 0, float(existing.metrics.get("dev_accuracy", float("nan"))))
         if not same and not overwrite:
@@ -257,7 +302,7 @@ def train_member(
                 "Choose another member name, or retrain with overwrite=True (its attributions are deleted).",
             )
         project.writer.run(delete_model_rows, existing.id)
-        shutil.rmtree(existing.folder, ignore_errors=True)
+        safe_remove(project, old_folder)
 
     require("torch")
     require("transformers")
@@ -271,7 +316,7 @@ def train_member(
 
         trainer = CachedTopTrainer(project, dataset_id, spec, data, folder, config_hash, progress, cancel)
     else:
-        trainer = _Trainer(spec, data, folder, config_hash, progress, cancel)
+        trainer = _Trainer(spec, data, folder, config_hash, progress, cancel, project=project)
     try:
         trainer.run()
     finally:
@@ -332,10 +377,13 @@ class _Trainer:
         config_hash: str,
         progress: ProgressFn,
         cancel: CancelToken,
+        *,
+        project: Project,
     ) -> None:
         from engine.models.device import resolve_device, resolve_precision
         from engine.models.registry import get_backbone
 
+        self.project = project
         self.spec = spec
         self.cfg = spec.train
         self.data = data
@@ -401,8 +449,7 @@ class _Trainer:
             self.state = state
             self.resumed_from = state.epochs_done
             return
-        if self.folder.exists():
-            shutil.rmtree(self.folder)
+        safe_remove(self.project, self.folder)  # a link is removed itself, never followed
         self.folder.mkdir(parents=True)
 
     # ------------------------------------------------------------------ run
@@ -497,11 +544,12 @@ class _Trainer:
             self.model.save_pretrained(str(self.folder))
             self.tokenizer.save_pretrained(str(self.folder))
         for stale in self.folder.glob("*.bin"):
-            stale.unlink()
-        shutil.rmtree(self.ckpt, ignore_errors=True)
+            safe_remove(self.project, stale)
+        safe_remove(self.project, self.ckpt)
         (self.folder / "train_state.json").write_text(
             json.dumps({"config_hash": self.config_hash, "history": self.state.history}, indent=1), encoding="utf-8"
         )
+        publish_files(self.folder)
 
     def evaluate(self, rows: Sequence[Example]) -> float:
         """Accuracy on ``rows`` (NaN when there are none)."""
