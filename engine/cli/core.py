@@ -41,7 +41,8 @@ def _add_import(sub: argparse._SubParsersAction) -> None:
         "id, split) unless given. On any error, a cancel or a kill nothing of the import is kept.",
     )
     p.add_argument("file", type=Path)
-    p.add_argument("--name", help="dataset name (default: folder/file name)")
+    p.add_argument("--name", help="dataset name (default: folder-file, e.g. sst2-train for sst2/train.tsv); no '/', "
+                                  "'\\' or control characters, not only digits")
     p.add_argument("--append-to", metavar="DATASET", help="add the rows to this existing dataset (id or name)")
     p.add_argument("--split", default="train", help="split for rows without a split column (default: train)")
     g = p.add_argument_group("column mapping")
@@ -135,6 +136,7 @@ def _add_info(sub: argparse._SubParsersAction) -> None:
 
 def _run_info(args: argparse.Namespace, progress: StderrProgress, cancel: CancelToken) -> int:
     from engine.store import Project
+    from engine.store.names import shown
 
     with Project.open(args.project) as project:
         datasets = []
@@ -160,12 +162,13 @@ def _run_info(args: argparse.Namespace, progress: StderrProgress, cancel: Cancel
     if args.json:
         print(json.dumps(info, indent=2))
         return EXIT_OK
-    print(f"{info['project']} (schema {info['schema_version']})")
+    # Names and labels are printed with control characters escaped (a terminal would run them).
+    print(f"{shown(info['project'])} (schema {info['schema_version']})")
     if not datasets:
         print("  no datasets yet: use 'import'")
     for d in datasets:
-        labels = ", ".join(f"{k} {v:,}" for k, v in d["labels"].items())
-        print(f"  [{d['id']}] {d['name']}  {d['kind']} {d['task']}  {d['rows']:,} rows  ({labels})")
+        labels = ", ".join(f"{shown(str(k))} {v:,}" for k, v in d["labels"].items())
+        print(f"  [{d['id']}] {shown(d['name'])}  {d['kind']} {d['task']}  {d['rows']:,} rows  ({labels})")
     return EXIT_OK
 
 

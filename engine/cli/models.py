@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +46,7 @@ def _members(project, dataset, names: str | None) -> list[str]:
     found = [m for m in list_models(project) if m.dataset_id in ids and m.params.get("spec", {}).get("inputs", "auto") == "auto"]
     if not found:
         raise CliUsageError(f"No trained members for dataset {dataset.name!r}.",
-                            f"Run: counterbias train {project.path} {dataset.name}")
+                            f"Run: counterbias train {shlex.quote(str(project.path))} {shlex.quote(dataset.name)}")
     return [m.name for m in default_explainers(found)]
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import sqlite3
 import sys
 import time
@@ -36,6 +37,7 @@ from engine.io.mapping import ColumnMapping, detect_mapping
 from engine.io.readers import ReadOptions, TableReader
 from engine.progress import CancelToken, ProgressFn, ensure_token, no_progress
 from engine.store import DatasetInfo, Project, insert_dataset, staging, write_stream
+from engine.store.names import check_dataset_name, default_name
 from engine.store.schema import now
 
 log = logging.getLogger(__name__)
@@ -54,7 +56,8 @@ class ImportOptions:
     Parameters
     ----------
     name
-        Name of the new dataset (default: the file name). Ignored with ``append_to``.
+        Name of the new dataset (default: folder and file name, :func:`default_dataset_name`); see
+        :func:`engine.store.names.check_dataset_name` for what it may hold. Ignored with ``append_to``.
     split
         Split given to rows without a split column value (default ``"train"``).
     append_to
@@ -205,9 +208,13 @@ class _LabelSet:
 
 
 def default_dataset_name(path: Path) -> str:
-    """``folder/file`` without compression suffix, e.g. ``combined/train.tsv``."""
+    """``folder-file`` without its extensions, e.g. ``combined-train`` for ``combined/train.tsv.gz``.
+
+    Never holds ``/``, control characters, or only digits (:func:`engine.store.names.default_name`).
+    """
     stem = path.name[:-3] if path.name.lower().endswith(".gz") else path.name
-    return f"{path.parent.name}/{stem}" if path.parent.name else stem
+    stem = re.sub(r"\.(csv|tsv|txt|jsonl|json|ndjson)$", "", stem, flags=re.IGNORECASE) or stem
+    return default_name(f"{path.parent.name}-{stem}" if path.parent.name else stem)
 
 
 def _label_sort_key(label: str) -> tuple[int, float | str]:
@@ -268,6 +275,7 @@ def import_file(
     if target is None:
         if options.name:
             name = options.name
+            check_dataset_name(name)
             project.check_name_free(name)
         else:
             name = project.unique_dataset_name(default_dataset_name(path))

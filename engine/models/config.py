@@ -317,7 +317,8 @@ class MemberSpec:
     def __post_init__(self) -> None:
         if not self.name or self.name.strip() != self.name or "/" in self.name or "\\" in self.name:
             raise EnsembleConfigError(
-                f"Invalid member name {self.name!r}.", "Use a non-empty name without slashes or outer spaces."
+                f"Invalid member name {self.name!r}.", "Use a non-empty name without slashes or outer spaces (members are "
+                "named '<prefix><backbone>', the prefix by default the dataset's name: give another with --prefix)."
             )
         if self.inputs not in INPUTS:
             raise EnsembleConfigError(f"Unknown inputs {self.inputs!r}.", f"Use one of: {', '.join(INPUTS)}.")
