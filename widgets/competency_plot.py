@@ -8,6 +8,7 @@ A second dataset's statistics can be overlaid as hollow points (before/after com
 
 from __future__ import annotations
 
+import errno
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,7 +28,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from engine.errors import CounterbiasError
 from engine.stats.zstats import ZStatsResult, significance_curve
+from widgets.error_dialog import show_error
 from widgets.labels import label_color_for
 
 ALL = "All labels"
@@ -134,14 +137,25 @@ class CompetencyPlot(QWidget):
         j = stats.labels.index(series_label)
         return float(np.log10(stats.n[i])), float(stats.p_hat[i, j])
 
-    def export_image(self, path: str | Path) -> Path:
+    def export_image(self, path: str | Path, *, project: str | Path | None = None) -> Path:
         """Write the plot as PNG (pyqtgraph's image exporter, 2× size) or SVG (by extension).
 
         SVG goes through Qt's own SVG generator: pyqtgraph's SVG exporter fails on some
-        paths Qt 6.11 writes.
+        paths Qt 6.11 writes. The file is checked and written atomically by
+        :func:`engine.io.output.output_path`: never a project (``project`` or any other), its
+        ``_files`` folder, a folder, a device, FIFO or link
+        (:class:`~engine.errors.OutputPathError`).
         """
+        from engine.io.output import output_path
+
         path = Path(path)
-        if path.suffix.lower() == ".svg":
+        with output_path(path, project=project, what="the plot") as part:
+            self._render_image(part, svg=path.suffix.lower() == ".svg")
+        return path
+
+    def _render_image(self, path: Path, *, svg: bool) -> None:
+        """Draw the plot into the existing file ``path`` (SVG or PNG)."""
+        if svg:
             from PySide6.QtCore import QRectF, QSize
             from PySide6.QtGui import QPainter
             from PySide6.QtSvg import QSvgGenerator
@@ -163,13 +177,14 @@ class CompetencyPlot(QWidget):
                 painter.end()
                 for item in items:
                     item.setExportMode(False)
-            return path
+            return
         import pyqtgraph.exporters as exporters
 
         exporter = exporters.ImageExporter(self.plot)
         exporter.parameters()["width"] = max(1200, int(self.plot.width()) * 2)
-        exporter.export(str(path))
-        return path
+        image = exporter.export(toBytes=True)
+        if not image.save(str(path), "PNG"):
+            raise OSError(errno.EIO, "the image could not be saved")
 
     # ------------------------------------------------------------------ drawing
     def redraw(self) -> None:
@@ -270,7 +285,10 @@ class CompetencyPlot(QWidget):
         path, _ = QFileDialog.getSaveFileName(self, f"Export plot as {kind.upper()}", f"competency.{kind}",
                                               f"{kind.upper()} (*.{kind})")
         if path:
-            self.export_image(path)
+            try:
+                self.export_image(path)
+            except CounterbiasError as exc:
+                show_error(self, exc).open()
 
     def _all_labels(self) -> list[str]:
         return list(self._stats.labels) if self._stats is not None else []

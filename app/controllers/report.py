@@ -39,14 +39,16 @@ def build_and_render(project: Project, dataset_id: int, augmented_id: int | None
     return report, text
 
 
-def _write_pdf(report: Report, path: Path, *, progress: ProgressFn, cancel: CancelToken) -> Path:
+def _write_pdf(report: Report, path: Path, project: Path | None, *, progress: ProgressFn,
+               cancel: CancelToken) -> Path:
     progress(0.0, f"writing {path.name}")
-    return write_pdf(report, path)
+    return write_pdf(report, path, project=project)
 
 
-def _write_html(report: Report, path: Path, *, progress: ProgressFn, cancel: CancelToken) -> Path:
+def _write_html(report: Report, path: Path, project: Path | None, *, progress: ProgressFn,
+                cancel: CancelToken) -> Path:
     progress(0.0, f"writing {path.name}")
-    return write_html(report, path)
+    return write_html(report, path, project=project)
 
 
 class ReportController(PanelController):
@@ -139,13 +141,14 @@ class ReportController(PanelController):
         if self.report is None:
             return None
         path = Path(path)
+        project = self.session.project.path if self.session.project is not None else None
         try:
-            check_target(path)
+            check_target(path, project=project)  # never the project, its folder, a device or a link
         except CounterbiasError as exc:
             self.show_error(exc)
             return None
         write = _write_pdf if kind == "pdf" else _write_html
-        job = self.jobs.start(write, self.report, path, title=f"Report {kind.upper()} {path.name}",
+        job = self.jobs.start(write, self.report, path, project, title=f"Report {kind.upper()} {path.name}",
                               kind="report-export")
         job.on_finished(lambda written: self.status(f"wrote {written}", 8000))
         return job

@@ -156,12 +156,19 @@ class SimulationResult:
                        "added_mean": [num(a) for a in r.added]} for r in self.table()],
         }
 
-    def write_csv(self, path: str | Path) -> Path:
-        """Write one line per strategy and budget (mean, SD, seeds) as CSV."""
+    def write_csv(self, path: str | Path, *, project: str | Path | None = None) -> Path:
+        """Write one line per strategy and budget (mean, SD, seeds) as CSV.
+
+        Written atomically by :func:`engine.io.output.open_output`, which refuses ``project``
+        (the open project file), its side files and folder, any other project, a folder, a
+        device, FIFO or link (:class:`~engine.errors.OutputPathError`).
+        """
         import csv
 
+        from engine.io.output import open_output
+
         path = Path(path)
-        with path.open("w", newline="", encoding="utf-8") as f:
+        with open_output(path, project=project, what="the simulation CSV", newline="") as f:
             w = csv.writer(f)
             w.writerow(["strategy", "shots", "macro_f1_mean", "macro_f1_sd", "seeds", "added_mean"])
             for r in self.table():
@@ -169,10 +176,16 @@ class SimulationResult:
                     w.writerow([r.strategy, b, f"{m:.6f}", f"{s:.6f}", n, f"{a:.2f}"])
         return path
 
-    def plot(self, path: str | Path, *, title: str | None = None) -> Path:
-        """Draw macro-F1 (mean ± SD band) against shots, one line per strategy, into a PNG file."""
+    def plot(self, path: str | Path, *, title: str | None = None, project: str | Path | None = None) -> Path:
+        """Draw macro-F1 (mean ± SD band) against shots, one line per strategy, into a PNG file.
+
+        Written atomically and checked like :meth:`write_csv`.
+        """
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
+
+        from engine.evaluation.report_render import plain_text
+        from engine.io.output import check_output_path, open_output
 
         path = Path(path)
         fig = Figure(figsize=(6.4, 4.2))
@@ -181,7 +194,7 @@ class SimulationResult:
         for r in self.table():
             x = np.array(r.shots, dtype=float)
             m, s = np.array(r.mean), np.array(r.sd)
-            (line,) = ax.plot(x, m, marker="o", label=r.strategy)
+            (line,) = ax.plot(x, m, marker="o", label=plain_text(r.strategy))
             ax.fill_between(x, m - s, m + s, alpha=0.15, color=line.get_color())
         ax.set_xlabel("annotated examples (shots)")
         ax.set_ylabel("macro-F1 on the held-out split")
@@ -189,10 +202,12 @@ class SimulationResult:
         ax.set_ylim(0.0, 1.0)
         ax.grid(alpha=0.3)
         ax.legend(loc="lower right")
-        ax.set_title(title or f"{self.dataset}: {self.learner}, mean ± SD over {len(self.seeds)} seeds",
+        ax.set_title(plain_text(title or f"{self.dataset}: {self.learner}, mean ± SD over {len(self.seeds)} seeds"),
                      fontsize=10)
+        check_output_path(path, project=project)  # before drawing: a refused target costs nothing
         fig.tight_layout()
-        fig.savefig(path, dpi=120)
+        with open_output(path, "wb", project=project, what="the plot") as f:
+            fig.savefig(f, dpi=120, format="png")
         return path
 
 

@@ -64,9 +64,13 @@ def _ints(value: str, what: str) -> list[int]:
                             "--seeds 5.") from exc
 
 
-def _writable(path: Path | None) -> None:
+def _writable(path: Path | None, project: Path) -> None:
+    """Refuse an output that must not be written (the project, a device...) or whose folder is missing."""
     from engine.active.errors import ActiveLearningError
+    from engine.io.output import check_output_path
 
+    if path is not None:
+        check_output_path(path, project=project)
     if path is not None and not path.resolve().parent.is_dir():
         raise ActiveLearningError(f"Cannot write {path}: its folder does not exist.", "Create the folder first.")
 
@@ -90,7 +94,7 @@ def _run_simulate(args: argparse.Namespace, progress: StderrProgress, cancel: Ca
     if args.counterfactuals not in ("stored", "llm", "vt"):
         raise ActiveLearningError(f"Unknown counterfactual source {args.counterfactuals!r}.", "Use stored, llm or vt.")
     for path in (args.plot, args.out):
-        _writable(path)
+        _writable(path, args.project)
     with Project.open(args.project) as project:
         dataset = project.dataset(args.dataset)
         source: Any = None
@@ -119,9 +123,9 @@ def _run_simulate(args: argparse.Namespace, progress: StderrProgress, cancel: Ca
                               test_fraction=args.test_fraction, split_seed=args.split_seed, n_clusters=args.clusters,
                               progress=simulating, cancel=cancel)
     if args.out:
-        result.write_csv(args.out)
+        result.write_csv(args.out, project=args.project)
     if args.plot:
-        result.plot(args.plot)
+        result.plot(args.plot, project=args.project)
     notes = []
     for row in result.table():
         if STRATEGIES.get(row.strategy).needs_counterfactuals and all(a == 0 for a in row.added):

@@ -183,6 +183,9 @@ def _add_export(sub: argparse._SubParsersAction) -> None:
                    "LibreOffice shows them as text, and a UTF-8 byte-order mark; 'raw': values exactly as "
                    "stored, for programs (pandas, R) -- do not open a raw file in a spreadsheet")
     p.add_argument("--no-bom", action="store_true", help="no UTF-8 byte-order mark at the start of a CSV")
+    p.add_argument("--follow-symlink", action="store_true",
+                   help="when OUT is a symbolic link, replace the file it points to (the link stays); "
+                   "without it a link is refused")
     p.set_defaults(run=_run_export)
 
 
@@ -193,7 +196,8 @@ def _run_export(args: argparse.Namespace, progress: StderrProgress, cancel: Canc
     with Project.open(args.project) as project:
         result = export_dataset(
             project, args.dataset, args.out, format=args.format, csv_style=args.csv_style,
-            bom=False if args.no_bom else None, progress=progress, cancel=cancel,
+            bom=False if args.no_bom else None, follow_symlinks=args.follow_symlink, progress=progress,
+            cancel=cancel,
         )
     print(result.describe())
     return EXIT_OK

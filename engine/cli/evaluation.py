@@ -54,6 +54,10 @@ def _run_evaluate(args: argparse.Namespace, progress: StderrProgress, cancel: Ca
     if options and not args.classifier.startswith("backbone:"):
         raise EvaluationError("--preset applies to backbone classifiers only.", "Drop --preset for tfidf-lr.")
     classifier = make_classifier(args.classifier, **options)
+    if args.out:
+        from engine.io.output import check_output_path
+
+        check_output_path(args.out, project=args.project)  # before the classifiers are trained
     with Project.open(args.project) as project:
         tests = None
         if parsed:
@@ -70,7 +74,7 @@ def _run_evaluate(args: argparse.Namespace, progress: StderrProgress, cancel: Ca
                                 progress=progress, cancel=cancel)
     rows = result.table()
     if args.out:
-        write_csv(rows, args.out)
+        write_csv(rows, args.out, project=args.project)
     if args.json:
         print(json.dumps({
             "computed": result.computed, "skipped": result.skipped,
@@ -166,15 +170,15 @@ def _run_report(args: argparse.Namespace, progress: StderrProgress, cancel: Canc
 
     for target in (args.html, args.pdf):
         if target is not None:
-            check_target(target)
+            check_target(target, project=args.project)
     with Project.open(args.project, readonly=True) as project:
         report = build_report(project, args.dataset, augmented_id=args.augmented, diversity=not args.no_diversity,
                               progress=progress, cancel=cancel)
     written = []
     if args.html:
-        written.append(str(write_html(report, args.html)))
+        written.append(str(write_html(report, args.html, project=args.project)))
     if args.pdf:
-        written.append(str(write_pdf(report, args.pdf)))
+        written.append(str(write_pdf(report, args.pdf, project=args.project)))
     summary = report.summary()
     if args.json:
         print(json.dumps({**summary, "written": written}, indent=2, ensure_ascii=False))

@@ -63,12 +63,16 @@ def _run_stats(args: argparse.Namespace, progress: StderrProgress, cancel: Cance
         features=_feature_config(args),
         zstats=ZStatsConfig(alpha=args.alpha, min_count=args.min_count, p0=args.p0),
     )
+    if args.out:
+        from engine.io.output import check_output_path
+
+        check_output_path(args.out, project=args.project)  # before the statistics are computed
     with Project.open(args.project) as project:
         dataset = project.dataset(args.dataset)
         stats, _ = analyse_pair(project, dataset.id, None, config, hyp_only=args.hyp_only, progress=progress,
                                 cancel=cancel)
     if args.out:
-        stats.result.to_csv(args.out)
+        stats.result.to_csv(args.out, project=args.project)
     print(json.dumps({"dataset": dataset.name, "out": str(args.out) if args.out else None, **stats.summary(args.top)},
                      indent=2))
     return EXIT_OK

@@ -15,7 +15,6 @@ import html
 import io
 import math
 import os
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,13 +22,14 @@ from typing import TYPE_CHECKING, Any
 
 from engine.evaluation.errors import ReportExportError
 from engine.evaluation.report import SECTIONS, Report
+from engine.io.output import check_output_path, open_output
 from engine.stats.zstats import significance_curve
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["check_target", "competency_figure", "downstream_figure", "render_html", "tables", "write_html", "write_pdf",
-           "write_rendered_html"]
+__all__ = ["check_target", "competency_figure", "downstream_figure", "plain_text", "render_html", "tables",
+           "write_html", "write_pdf", "write_rendered_html"]
 
 #: Colours of the original and the augmented version (Okabe-Ito blue and orange: colour-blind safe).
 BEFORE_COLOR = "#0072B2"
@@ -50,6 +50,17 @@ def _f(x: float, digits: int = 2) -> str:
 
 def _pct(x: float) -> str:
     return "–" if x is None or math.isnan(x) else f"{100 * x:.1f}%"
+
+
+def plain_text(text: object) -> str:
+    """``text`` escaped so that matplotlib draws it as it is, never as mathtext.
+
+    matplotlib reads a string with two unescaped ``$`` as math markup (``under $5_or_$10``
+    fails to parse); with every ``$`` written ``\\$`` none is unescaped, and matplotlib turns
+    ``\\$`` back into ``$`` (a backslash elsewhere stays as it is). Every label, dataset name,
+    feature, method and table cell that reaches a figure goes through here.
+    """
+    return str(text).replace("$", r"\$")
 
 
 @dataclass(frozen=True)
@@ -204,13 +215,13 @@ def draw_competency(fig: Figure, report: Report, rect: Sequence[float] = (0.07, 
             ax.annotate("", xy=(n1, p1), xytext=(n0, p0),
                         arrowprops={"arrowstyle": "->", "color": "#333333", "lw": 0.9})
             text = ", ".join(names[:2]) + (f" +{len(names) - 2}" if len(names) > 2 else "")
-            ax.annotate(text, xy=(n0, p0), xytext=(4, -10 if p0 > 0.9 else 4), textcoords="offset points",
+            ax.annotate(plain_text(text), xy=(n0, p0), xytext=(4, -10 if p0 > 0.9 else 4), textcoords="offset points",
                         fontsize=7, color="#333333")
         ax.set_xscale("log")
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
         ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_ylim(0, 1.03)
-        ax.set_title(f"label: {label}", fontsize=10)
+        ax.set_title(plain_text(f"label: {label}"), fontsize=10)
         ax.set_xlabel("n (feature count, log scale)", fontsize=9)
         ax.grid(True, alpha=0.25)
         ax.tick_params(labelsize=8)
@@ -258,9 +269,10 @@ def draw_downstream(fig: Figure, report: Report, rect: Sequence[float] = (0.08, 
             half = row.accuracy.half_width if row is not None else float("nan")
             means.append(100 * mean)
             errs.append(0.0 if math.isnan(half) else 100 * half)
-        ax.bar(x + width * (s - (len(series) - 1) / 2), means, width * 0.92, yerr=errs, capsize=3, label=name,
+        ax.bar(x + width * (s - (len(series) - 1) / 2), means, width * 0.92, yerr=errs, capsize=3,
+               label=plain_text(name),
                color=colors[s % len(colors)], error_kw={"elinewidth": 1, "ecolor": "#222222"})
-    ax.set_xticks(x, tests, fontsize=8)
+    ax.set_xticks(x, [plain_text(t) for t in tests], fontsize=8)
     ax.set_ylabel("accuracy (%)", fontsize=9)
     ax.set_ylim(0, 118)
     ax.set_yticks(range(0, 101, 20))
@@ -292,7 +304,7 @@ def draw_status_bars(fig: Figure, report: Report, rect: Sequence[float] = (0.22,
         values = np.array([getattr(m, name) for m in methods], float)
         ax.barh(y, values, left=left, color=color, label=name, height=0.6)
         left += values
-    ax.set_yticks(y, [m.method for m in methods], fontsize=8)
+    ax.set_yticks(y, [plain_text(m.method) for m in methods], fontsize=8)
     ax.invert_yaxis()
     ax.set_xlabel("candidates", fontsize=9)
     ax.tick_params(labelsize=8)
@@ -398,17 +410,20 @@ def render_html(report: Report, *, dpi: float = 110, max_width_px: int | None = 
     return "\n".join(out)
 
 
-def check_target(path: str | Path) -> Path:
-    """Fail early (before a report is built) when ``path`` cannot be written.
+def check_target(path: str | Path, *, project: str | Path | None = None) -> Path:
+    """Fail early (before a report is built) when ``path`` cannot or must not be written.
 
     Raises
     ------
+    engine.errors.OutputPathError
+        ``path`` is ``project`` (the open project file), its side files or ``_files`` folder (or
+        inside it), another project, a folder, a device, FIFO or socket, or a symbolic link; see
+        :func:`engine.io.output.check_output_path`.
     ReportExportError
-        When the folder is missing, not writable, or ``path`` is a folder.
+        When the folder is missing or not writable.
     """
     path = Path(path)
-    if path.is_dir():
-        raise ReportExportError(f"{str(path)!r} is a folder.", "Give a file name, e.g. report.html.")
+    check_output_path(path, project=project)
     if not path.parent.is_dir():
         raise ReportExportError(f"The folder {str(path.parent)!r} does not exist.",
                                 "Choose an existing folder for the report.")
@@ -417,50 +432,47 @@ def check_target(path: str | Path) -> Path:
     return path
 
 
-def _atomic_write(path: str | Path, write: Callable[[Any], None], mode: str) -> Path:
-    path = check_target(path)
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
-    except OSError as exc:
-        raise ReportExportError(f"Cannot write into {str(path.parent)!r}: {exc.strerror}.",
-                                "Choose a folder you can write to.") from None
-    try:
-        with os.fdopen(fd, mode, **({"encoding": "utf-8"} if "b" not in mode else {})) as f:
-            write(f)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes it private; a report is an ordinary file
-        os.replace(tmp, path)
-    except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
-        raise ReportExportError(f"Cannot write {str(path)!r}: {exc.strerror}.",
-                                "Check the path and the free space.") from None
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+def _report_error(exc: OSError, target: Path, part: Path | None) -> ReportExportError:
+    if part is None:
+        return ReportExportError(f"Cannot write into {str(target.parent)!r}: {exc.strerror}.",
+                                 "Choose a folder you can write to.")
+    return ReportExportError(f"Cannot write {str(target)!r}: {exc.strerror}.", "Check the path and the free space.")
+
+
+def _atomic_write(path: str | Path, write: Callable[[Any], None], mode: str,
+                  project: str | Path | None = None) -> Path:
+    """Check ``path`` and write it through :func:`engine.io.output.open_output` (atomic, umask respected)."""
+    path = check_target(path, project=project)
+    with open_output(path, mode, project=project, what="the report", on_error=_report_error) as f:
+        write(f)
     return path
 
 
-def write_html(report: Report, path: str | Path, *, dpi: int = 110) -> Path:
+def write_html(report: Report, path: str | Path, *, dpi: int = 110, project: str | Path | None = None) -> Path:
     """Write :func:`render_html` to ``path`` (atomically) and return it.
 
     Raises
     ------
+    engine.errors.OutputPathError
+        ``path`` must not be written (see :func:`check_target`); checked before rendering.
     ReportExportError
         When the folder is missing or not writable.
     """
-    return write_rendered_html(render_html(report, dpi=dpi), path)
+    check_target(path, project=project)
+    return write_rendered_html(render_html(report, dpi=dpi), path, project=project)
 
 
-def write_rendered_html(text: str, path: str | Path) -> Path:
+def write_rendered_html(text: str, path: str | Path, *, project: str | Path | None = None) -> Path:
     """Write HTML already made by :func:`render_html` to ``path`` (atomically).
 
     Raises
     ------
+    engine.errors.OutputPathError
+        ``path`` must not be written (see :func:`check_target`).
     ReportExportError
         When the folder is missing or not writable.
     """
-    return _atomic_write(path, lambda f: f.write(text), "w")
+    return _atomic_write(path, lambda f: f.write(text), "w", project)
 
 
 # ---------------------------------------------------------------------------- PDF
@@ -484,7 +496,7 @@ class _Pages:
         self.finish()
         self.page += 1
         self.fig = _figure(*_PAGE)
-        self.fig.text(0.5, 0.25 / _PAGE[1], f"{self.title} — page {self.page}", ha="center", fontsize=7,
+        self.fig.text(0.5, 0.25 / _PAGE[1], plain_text(f"{self.title} — page {self.page}"), ha="center", fontsize=7,
                       color="#777777")
         self.y = _PAGE[1] - _MARGIN
 
@@ -502,7 +514,7 @@ class _Pages:
 
         for line in textwrap.wrap(s, wrap) or [""]:
             self.need(_LINE * size / 9)
-            self.fig.text(_MARGIN / _PAGE[0], self.y / _PAGE[1], line, fontsize=size, va="top",
+            self.fig.text(_MARGIN / _PAGE[0], self.y / _PAGE[1], plain_text(line), fontsize=size, va="top",
                           fontweight="bold" if bold else "normal", color=color)
             self.y -= _LINE * size / 9 * 1.15
 
@@ -536,7 +548,7 @@ class _Pages:
             for i, v in enumerate(values):
                 right = numeric[i]
                 x = (xs[i] + (widths[i] - 1) * char) if right else xs[i]
-                self.fig.text(x / _PAGE[0], self.y / _PAGE[1], v, fontsize=size, va="top",
+                self.fig.text(x / _PAGE[0], self.y / _PAGE[1], plain_text(v), fontsize=size, va="top",
                               ha="right" if right else "left", fontweight="bold" if bold else "normal")
             self.y -= _LINE
 
@@ -563,11 +575,13 @@ class _Pages:
         self.y -= height
 
 
-def write_pdf(report: Report, path: str | Path) -> Path:
+def write_pdf(report: Report, path: str | Path, *, project: str | Path | None = None) -> Path:
     """Write the report as a PDF (A4 pages: summary, plots, tables) to ``path`` (atomically).
 
     Raises
     ------
+    engine.errors.OutputPathError
+        ``path`` must not be written (see :func:`check_target`).
     ReportExportError
         When the folder is missing or not writable.
     """
@@ -622,4 +636,4 @@ def write_pdf(report: Report, path: str | Path) -> Path:
                 pages.text("Diversity needs at least two accepted candidates.", color="#777777")
             pages.finish()
 
-    return _atomic_write(path, write, "wb")
+    return _atomic_write(path, write, "wb", project)

@@ -71,9 +71,16 @@ def format_table(rows: Sequence[TableRow]) -> str:
     return "\n".join(out)
 
 
-def write_csv(rows: Sequence[TableRow], path: Path) -> None:
-    """One CSV line per table row: means, CI bounds and half-widths (fractions, not %)."""
-    with open(path, "w", newline="", encoding="utf-8") as f:
+def write_csv(rows: Sequence[TableRow], path: str | Path, *, project: str | Path | None = None) -> None:
+    """One CSV line per table row: means, CI bounds and half-widths (fractions, not %).
+
+    Written atomically by :func:`engine.io.output.open_output`, which refuses ``project`` (the
+    open project file), its side files and folder, any other project, a folder, a device, FIFO
+    or link (:class:`~engine.errors.OutputPathError`).
+    """
+    from engine.io.output import open_output
+
+    with open_output(path, project=project, what="the evaluation CSV", newline="") as f:
         w = csv.writer(f)
         w.writerow(["condition", "classifier", "test_set", "role", "seeds", "n_test", "train_rows", "accuracy_mean",
                     "accuracy_ci95", "macro_f1_mean", "macro_f1_ci95"])

@@ -16,10 +16,13 @@ exported with (its original ``created_at``, ``parent_id`` and ``provenance``) in
 nesting it one level deeper on each cycle, so import -> export -> import -> export writes the
 same bytes (into a fresh project, where ``example_id`` s are the same too).
 
-The file is written to a hidden ``.<name>.<random>.part`` file beside the target and renamed
-when complete. The exporting process holds a lock on its part file; part files of the same
-target whose lock is free (left by a killed export) are removed by the next export. A full disk
-raises :class:`~engine.errors.DiskFullError`, any other write failure :class:`ExportError`; in
+The target is checked by :func:`engine.io.output.check_output_path` (never the project, its side
+files or ``_files`` folder, never a device, FIFO, folder or, unless asked, a link) and the file
+is written by :func:`engine.io.output.pending_output`: to a hidden ``.<name>.<random>.part`` file
+beside the target, renamed when complete, with the umask's permissions. The exporting process
+holds a lock on its part file; part files of the same target whose lock is free (left by a
+killed export) are removed by the next export. A full disk raises
+:class:`~engine.errors.DiskFullError`, any other write failure :class:`ExportError`; in
 both cases no partial file is left.
 """
 
@@ -28,21 +31,19 @@ from __future__ import annotations
 import csv
 import json
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from engine.errors import CounterbiasError, ExportError
 from engine.io.escaping import escape_cell
+from engine.io.output import check_output_path, glob_escape, pending_output, remove_stale_parts
 from engine.progress import CancelToken, ProgressFn, ensure_token, no_progress
 from engine.store import Project
 from engine.store.failures import DISK_FULL_ERRNOS, disk_full_error
 
-try:
-    import fcntl
-except ImportError:  # pragma: no cover - not POSIX: stale part files are not detected
-    fcntl = None  # type: ignore[assignment]
+__all__ = ["CSV_STYLES", "EXPORT_FORMATS", "ExportResult", "export_columns", "export_dataset", "glob_escape",
+           "remove_stale_parts"]
 
 EXPORT_FORMATS = ("csv", "jsonl")
 #: ``spreadsheet``: formula cells neutralised, UTF-8 BOM; ``raw``: values as they are, for programs.
@@ -127,6 +128,7 @@ def export_dataset(
     format: str | None = None,
     csv_style: str = "spreadsheet",
     bom: bool | None = None,
+    follow_symlinks: bool = False,
     progress: ProgressFn = no_progress,
     cancel: CancelToken | None = None,
 ) -> ExportResult:
@@ -148,6 +150,9 @@ def export_dataset(
     bom
         Start a CSV with a UTF-8 byte-order mark so that spreadsheet programs read it as UTF-8;
         ``None``: for the spreadsheet style only.
+    follow_symlinks
+        When ``path`` is a symbolic link, replace the file it points to (the link stays a link);
+        without it a link is refused.
     progress, cancel
         Progress callback and cancel token (checked every 5,000 rows).
 
@@ -155,6 +160,10 @@ def export_dataset(
     ------
     ExportError
         Unknown format or style, or an unwritable path. A partial file is never left behind.
+    engine.errors.OutputPathError
+        ``path`` is the project, its side files or ``_files`` folder (or inside it), another
+        project, a folder, a device, FIFO or socket, or a link (without ``follow_symlinks``); see
+        :func:`engine.io.output.check_output_path`. Checked whatever ``format`` says.
     engine.errors.DiskFullError
         The disk (or a file-size limit) ran out; the message says about how much was needed.
     engine.errors.Cancelled
@@ -162,6 +171,7 @@ def export_dataset(
     """
     path = Path(path)
     cancel = ensure_token(cancel)
+    check_output_path(path, project=project.path, follow_symlinks=follow_symlinks)  # whatever the format says
     info = project.dataset(dataset)
     fmt = (format or path.suffix.lstrip(".")).lower()
     if fmt not in EXPORT_FORMATS:
@@ -179,19 +189,15 @@ def export_dataset(
         bom = csv_style == "spreadsheet"
     columns = export_columns(info.task)
     total = max(info.row_count, 1)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        removed = remove_stale_parts(path)
-        fd, tmp_name = tempfile.mkstemp(prefix=_part_prefix(path), suffix=".part", dir=path.parent)
-    except OSError as exc:
-        raise _write_error(exc, path, 0, 0, total) from exc
-    _lock(fd)
     rows = 0
-    handle = None
-    try:
-        encoding = "utf-8-sig" if (bom and fmt == "csv") else "utf-8"
-        handle = os.fdopen(fd, "w", encoding=encoding, newline="")
-        with handle:
+
+    def failed(exc: OSError, target: Path, part: Path | None) -> CounterbiasError:
+        return _write_error(exc, path, _size(part) if part is not None else 0, rows, total)
+
+    encoding = "utf-8-sig" if (bom and fmt == "csv") else "utf-8"
+    with pending_output(path, project=project.path, follow_symlinks=follow_symlinks, make_parents=True,
+                        what="the export", on_error=failed) as pending:
+        with os.fdopen(os.dup(pending.fd), "w", encoding=encoding, newline="") as handle:
             if fmt == "csv":
                 writer = csv.writer(handle, lineterminator="\r\n")
                 writer.writerow(columns)
@@ -205,67 +211,12 @@ def export_dataset(
                 if rows % 5000 == 0:
                     cancel.raise_if_cancelled()
                     progress(rows / total, f"Wrote {rows:,} rows")
-            handle.flush()
-            os.fsync(handle.fileno())
-            os.replace(tmp_name, path)  # still locked: no other export takes it for a stale part
-    except BaseException as exc:
-        written = _size(tmp_name)
-        if handle is None:
-            os.close(fd)
-        Path(tmp_name).unlink(missing_ok=True)
-        if isinstance(exc, OSError) and not isinstance(exc, CounterbiasError):
-            raise _write_error(exc, path, written, rows, total) from exc
-        raise
     progress(1.0, f"Exported {rows:,} rows to {path.name}")
     return ExportResult(path=path, rows=rows, columns=columns, csv_style=csv_style if fmt == "csv" else None,
-                        removed_parts=removed)
+                        removed_parts=pending.removed_parts)
 
 
-def _part_prefix(path: Path) -> str:
-    return f".{path.name}."
-
-
-def remove_stale_parts(path: Path) -> int:
-    """Remove the part files of earlier exports to ``path`` that no running export holds.
-
-    Returns
-    -------
-    int
-        How many were removed.
-    """
-    if fcntl is None:  # pragma: no cover
-        return 0
-    removed = 0
-    prefix = _part_prefix(path)
-    for part in path.parent.glob(glob_escape(prefix) + "*.part"):
-        try:
-            fd = os.open(part, os.O_RDONLY)
-        except OSError:
-            continue
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:  # a live export is writing it
-            continue
-        else:
-            part.unlink(missing_ok=True)
-            removed += 1
-        finally:
-            os.close(fd)
-    return removed
-
-
-def glob_escape(text: str) -> str:
-    """``text`` with glob wildcards made literal."""
-    return "".join(f"[{c}]" if c in "*?[" else c for c in text)
-
-
-def _lock(fd: int) -> None:
-    """Hold an exclusive lock on our part file while writing it (released when it closes or we die)."""
-    if fcntl is not None:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-
-
-def _size(name: str) -> int:
+def _size(name: str | Path) -> int:
     try:
         return os.path.getsize(name)
     except OSError:

@@ -248,10 +248,17 @@ class ZStatsResult:
         index = np.flatnonzero(self.tested) if tested_only else np.arange(self.n_features)
         return [self._row(int(i), j) for i in index for j in range(len(self.labels))]
 
-    def to_csv(self, path: str | Path, *, tested_only: bool = True) -> Path:
-        """Write :meth:`to_rows` as a CSV file (UTF-8, header row) and return its path."""
+    def to_csv(self, path: str | Path, *, tested_only: bool = True, project: str | Path | None = None) -> Path:
+        """Write :meth:`to_rows` as a CSV file (UTF-8, header row) and return its path.
+
+        Written atomically by :func:`engine.io.output.open_output`, which refuses ``project``
+        (the open project file), its side files and folder, any other project, a folder, a
+        device, FIFO or link (:class:`~engine.errors.OutputPathError`).
+        """
+        from engine.io.output import open_output
+
         path = Path(path)
-        with path.open("w", newline="", encoding="utf-8") as f:
+        with open_output(path, project=project, what="the statistics CSV", newline="") as f:
             writer = csv.DictWriter(f, fieldnames=ROW_KEYS)
             writer.writeheader()
             writer.writerows(self.to_rows(tested_only=tested_only))
