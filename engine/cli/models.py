@@ -225,6 +225,10 @@ def _run_vote(args: argparse.Namespace, progress: StderrProgress, cancel: Cancel
     from engine.store import Project
 
     user_words = read_wordlist(args.words) if args.words else ()
+    if args.out:
+        from engine.io.output import check_output_path, open_output
+
+        check_output_path(args.out, project=args.project)  # before anything is attributed or voted
     with Project.open(args.project) as project:
         dataset = project.dataset(args.dataset)
         run = find_principal_words(
@@ -235,7 +239,7 @@ def _run_vote(args: argparse.Namespace, progress: StderrProgress, cancel: Cancel
             progress=progress, cancel=cancel,
         )
         if args.out:
-            with open(args.out, "w", encoding="utf-8") as fh:
+            with open_output(args.out, project=args.project, what="the votes") as fh:
                 for (example_id, field), vote in sorted(load_votes(project, run.vote_set_id).items()):
                     fh.write(json.dumps({"example_id": example_id, "field": field, "principal": list(vote.principal),
                                          "spurious": list(vote.spurious), "votes": vote.votes},
