@@ -206,8 +206,9 @@ class SimulationResult:
                      fontsize=10)
         check_output_path(path, project=project)  # before drawing: a refused target costs nothing
         fig.tight_layout()
+        kind = path.suffix.lower().lstrip(".")
         with open_output(path, "wb", project=project, what="the plot") as f:
-            fig.savefig(f, dpi=120, format="png")
+            fig.savefig(f, dpi=120, format=kind if kind in fig.canvas.get_supported_filetypes() else "png")
         return path
 
 

@@ -282,3 +282,21 @@ def test_item14_a_replaced_export_keeps_its_permissions(proj, tmp_path):
     assert stat.S_IMODE(os.stat(out).st_mode) == 0o640
     assert out.read_text(encoding="utf-8-sig").startswith("example_id")
     assert sorted(p.name for p in tmp_path.glob(".out.csv.*")) == []
+
+
+def test_item01_simulation_writers_refuse_the_project(proj, tmp_path):
+    from engine.active.simulation import SimulationResult
+
+    result = SimulationResult(dataset="d", learner="tfidf-lr", strategies=("random",), shots=(4,), seeds=(0,),
+                              cells=(), computed=0, skipped=0, pool_size=10, test_size=4, run_id=None,
+                              labels=("neg", "pos"))
+    before = snapshot(proj, root=tmp_path)
+    for target in (proj, tmp_path / "p_files" / "keep.bin", tmp_path / "hard.csv"):
+        if target.name == "hard.csv":
+            os.link(proj, target)
+            before = snapshot(proj, root=tmp_path)
+        with pytest.raises((OutputIsProjectError, OutputInProjectFolderError)):
+            result.write_csv(target)
+        with pytest.raises((OutputIsProjectError, OutputInProjectFolderError)):
+            result.plot(target, project=proj)
+    assert_unchanged(before, snapshot(proj, root=tmp_path))

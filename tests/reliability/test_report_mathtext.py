@@ -97,3 +97,15 @@ def test_item08_plain_text_is_drawn_as_written(raw):
 
     text = Text(0, 0, plain_text(raw))
     assert text._preprocess_math(text.get_text()) == (raw, False)
+
+
+def test_item08_simulation_plot_with_dollar_signs_is_drawn(tmp_path):
+    from engine.active.simulation import SimulationResult
+
+    result = SimulationResult(dataset=NAME, learner="tfidf-lr", strategies=("$x$ first",), shots=(4, 8), seeds=(0,),
+                              cells=(), computed=0, skipped=0, pool_size=10, test_size=4, run_id=None,
+                              labels=(LABEL, OTHER))
+    png = result.plot(tmp_path / "curve.png")
+    assert png.read_bytes().startswith(b"\x89PNG")
+    svg = result.plot(tmp_path / "curve.svg")
+    assert "<svg" in svg.read_text(encoding="utf-8")
