@@ -111,5 +111,5 @@ def llm_config_from_args(args: argparse.Namespace) -> LLMConfig:
         timeout_s=args.timeout,
         params=params,
         options={k: v for k, v in (("n_parallel", getattr(args, "slots", None)),
-                                   ("n_threads", getattr(args, "threads", None))) if v},
+                                   ("n_threads", getattr(args, "threads", None))) if v is not None},
     )

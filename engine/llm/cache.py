@@ -13,6 +13,11 @@ the key is refused, no server answers, the model is unknown) stops the batch at 
 requests still in flight are cancelled, none is sent after it, and the named error is raised
 (answers that arrived before are stored). The first request a client sends goes out alone,
 so a wrong key or address costs one request, not one per concurrent slot.
+
+Calls that fail in a row as a broken endpoint fails (HTTP 5xx, timeouts, garbled or oversized
+answers, each after its retries) are counted by the client's
+:class:`~engine.llm.guard.CircuitBreaker`, across its batches; at ``breaker_limit`` of them the run
+stops the same way, with :class:`~engine.llm.errors.EndpointFailingError`. An answer resets the count.
 """
 
 from __future__ import annotations
@@ -37,7 +42,8 @@ from engine.llm.base import (
     canonical_json,
 )
 from engine.errors import Cancelled
-from engine.llm.errors import LLMError
+from engine.llm.errors import EndpointFailingError, LLMError
+from engine.llm.guard import BREAKER_LIMIT, CircuitBreaker
 from engine.progress import CancelToken, ProgressFn, ensure_token, no_progress
 from engine.store.schema import now
 
@@ -119,6 +125,8 @@ class CachedClient:
         The open project whose ``llm_cache`` table holds the responses.
     read, write
         Look up / store responses (both on by default).
+    breaker_limit
+        Calls failing in a row as a broken endpoint fails that stop the run (0: never; see the module doc).
 
     Attributes
     ----------
@@ -127,8 +135,10 @@ class CachedClient:
         (``usage``, ``cached_usage``, ``sent``, ``hits``).
     """
 
-    def __init__(self, backend: ChatBackend, project: Project, *, read: bool = True, write: bool = True) -> None:
+    def __init__(self, backend: ChatBackend, project: Project, *, read: bool = True, write: bool = True,
+                 breaker_limit: int = BREAKER_LIMIT) -> None:
         self.backend = backend
+        self.breaker = CircuitBreaker(breaker_limit)
         self.project = project
         self.read = read
         self.write = write
@@ -195,7 +205,8 @@ class CachedClient:
         Raises
         ------
         LLMError
-            A fatal failure (refused key, no server, unknown model): the batch stopped there.
+            A fatal failure (refused key, no server, unknown model) or the circuit breaker's
+            :class:`~engine.llm.errors.EndpointFailingError`: the batch stopped there.
         Cancelled
             After every response that arrived before the cancel has been stored.
         """
@@ -266,8 +277,11 @@ class CachedClient:
 
         def watch(index: int, outcome: Outcome) -> None:
             on_result(index, outcome)
-            if isinstance(outcome, Failure) and is_fatal(outcome) and not fatal:
-                fatal.append(outcome)
+            tripped = self.breaker.record(outcome)
+            if isinstance(outcome, Failure) and is_fatal(outcome):
+                tripped = outcome
+            if tripped is not None and not fatal:
+                fatal.append(tripped)
                 stop.cancel()  # the batch loop cancels what is in flight and sends nothing more
 
         lead = 0.0 if self.answered else LEAD_S
@@ -305,7 +319,8 @@ def is_fatal(failure: Failure) -> bool:
 def _stopped(failure: Failure) -> LLMError:
     """The named error of a fatal ``failure``, saying that the run stopped there."""
     error = failure.to_error()
-    error.message = (f"{error.message} The run stopped at this first failure: no further request was sent; "
+    where = "there" if isinstance(error, EndpointFailingError) else "at this first failure"
+    error.message = (f"{error.message} The run stopped {where}: no further request was sent; "
                      "answers received before are kept.")
     error.args = (error.message,)
     return error

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
@@ -85,6 +86,7 @@ class LLMConfig:
                     "Remove the credentials from the address and put the key in an environment "
                     "variable named in the API-key setting; addresses are saved with the project.",
                 )
+        check_local_options(self.options)
         if self.api_key_env is not None and not str(self.api_key_env).replace("_", "").isalnum():
             raise LLMConfigError(
                 "The API-key setting must be the NAME of an environment variable, not the key.",
@@ -122,3 +124,43 @@ class LLMConfig:
     def with_params(self, **params: Any) -> LLMConfig:
         """A copy whose default sampling parameters are updated with ``params``."""
         return replace(self, params={**self.params, **params})
+
+
+#: Options of the local backend that must be whole numbers of at least 1, and what each means.
+POSITIVE_OPTIONS = {"n_parallel": ("slots", "--slots"), "n_threads": ("CPU threads", "--threads"),
+                    "n_ctx": ("context tokens per slot", "--ctx")}
+
+
+def check_local_options(options: Mapping[str, Any]) -> None:
+    """Check the local backend's ``n_parallel``, ``n_threads`` and ``n_ctx`` options (unset or ``None`` is fine).
+
+    Raises
+    ------
+    LLMConfigError
+        One is not a whole number of at least 1 (``--slots 0``, ``--threads -1``).
+
+    Examples
+    --------
+    >>> check_local_options({"n_parallel": 2, "n_threads": None})
+    >>> try:
+    ...     check_local_options({"n_parallel": 0})
+    ... except LLMConfigError as exc:
+    ...     print(exc.code, exc.message)
+    CB710 0 slots (n_parallel) cannot run anything.
+    """
+    for key, (what, flag) in POSITIVE_OPTIONS.items():
+        value = options.get(key)
+        if value is None:
+            continue
+        whole = _is_number(value) and float(value) == int(value)
+        if whole and int(value) >= 1:
+            continue
+        raise LLMConfigError(
+            f"{value!r} {what} ({key}) cannot run anything." if whole
+            else f"The {what} setting ({key}) is {value!r}, not a whole number.",
+            f"Give {flag} a whole number of at least 1, or leave it out for the automatic choice.",
+        )
+
+
+def _is_number(value: Any) -> bool:
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)

@@ -18,6 +18,9 @@ class LLMError(CounterbiasError):
     #: Whether every other request of the run would fail the same way (bad key, no server,
     #: unknown model): a run stops at the first such failure instead of sending the rest.
     fatal = False
+    #: Whether the failure says the endpoint is broken (5xx, timeouts, dropped connections, garbled or
+    #: oversized answers): :data:`engine.llm.guard.BREAKER_LIMIT` of them in a row stop a run.
+    breaks_circuit = False
 
 
 class EndpointUnreachableError(LLMError):
@@ -26,6 +29,7 @@ class EndpointUnreachableError(LLMError):
     code = "CB701"
     fatal = True
     retriable = True
+    breaks_circuit = True
 
 
 class LLMAuthError(LLMError):
@@ -47,6 +51,7 @@ class BadResponseError(LLMError):
 
     code = "CB704"
     retriable = True
+    breaks_circuit = True
 
 
 class LLMTimeoutError(LLMError):
@@ -54,6 +59,7 @@ class LLMTimeoutError(LLMError):
 
     code = "CB705"
     retriable = True
+    breaks_circuit = True
 
 
 class RateLimitedError(LLMError):
@@ -68,6 +74,7 @@ class ServerError(LLMError):
 
     code = "CB707"
     retriable = True
+    breaks_circuit = True
 
 
 class RequestRejectedError(LLMError):
@@ -104,3 +111,24 @@ class RuntimeMissingError(LLMError):
     """An optional package the backend needs (``openai``, ``xllamacpp``) is not installed."""
 
     code = "CB713"
+
+
+class AnswerTooLargeError(LLMError):
+    """An answer was longer than its ``max_tokens`` allow (:func:`engine.llm.guard.answer_byte_cap`); refused."""
+
+    code = "CB714"
+    breaks_circuit = True
+
+
+class EndpointFailingError(LLMError):
+    """Calls failed in a row as a broken endpoint fails (:class:`engine.llm.guard.CircuitBreaker`): the run stops."""
+
+    code = "CB715"
+    fatal = True
+    retriable = True
+
+
+class PromptTooLongError(LLMError):
+    """A prompt was longer than :data:`engine.llm.guard.MAX_PROMPT_CHARS`: not sent, the item fails."""
+
+    code = "CB716"

@@ -92,6 +92,7 @@ from engine.llm.errors import (
     RuntimeMissingError,
 )
 from engine.llm.gguf import get_spec, model_path
+from engine.llm.guard import check_prompt
 from engine.llm.registry import register_backend
 from engine.progress import CancelToken, ProgressFn, ensure_token, no_progress
 
@@ -607,6 +608,7 @@ class LocalBackend:
                 "Run the step again; if it recurs, report it."))
 
     def _complete(self, request: ChatRequest) -> ChatResult:
+        check_prompt(request.messages)
         body = {"messages": list(request.messages), **request.sent_params()}
         server = self._server
         if server is None:

@@ -10,10 +10,10 @@ Behaviour
   keyring (:mod:`engine.llm.keys`); it is never stored, logged or shown: ``repr`` and
   every error message are redacted.
 * Requests run on an :class:`openai.AsyncOpenAI` client with at most ``concurrency`` in
-  flight (an :class:`asyncio.Semaphore`), each bounded by ``timeout_s``.
+  flight (an :class:`asyncio.Semaphore`), each bounded by ``timeout_s`` (a deadline, not only an idle timeout).
 * Retries are the ``openai`` client's own (``max_retries`` of the config): it re-sends after
   HTTP 408, 409, 429 and 5xx, a timeout or a dropped connection (also one that breaks off
-  mid-answer), with exponential backoff (0.5 s doubling up to 8 s, minus up to 25 % jitter),
+  mid-answer, or one past its deadline), with exponential backoff (0.5 s doubling up to 8 s, minus up to 25 % jitter),
   waiting what ``Retry-After`` / ``retry-after-ms`` asks when that is between 0 and 120 s;
   a server asking for longer is not retried (the item fails as retriable, for the next run).
   401/403, 404 and other 4xx are never retried.
@@ -27,6 +27,10 @@ Behaviour
   cut-off JSON) is parsed only after the client's retry loop, so the client never re-sends
   it. This module re-sends such a request itself, at once, within the same ``max_retries``
   budget (a call never makes more than ``1 + max_retries`` requests in all).
+* Each request has a deadline (``timeout_s``, from sending it to the answer's last byte) and each
+  answer a size cap from its ``max_tokens``, counted while reading, so no more than the cap is held
+  (:class:`~engine.llm.guard.GuardedTransport`); an oversized answer fails as
+  :class:`~engine.llm.errors.AnswerTooLargeError` and is not retried.
 * :meth:`OpenAIBackend.chat_many` never raises for one item: a failed item comes back as
   a :class:`~engine.llm.base.Failure` saying whether it is worth retrying and how many
   requests were sent for it.
@@ -54,6 +58,7 @@ from engine.llm.errors import (
     RuntimeMissingError,
     ServerError,
 )
+from engine.llm.guard import GuardedTransport, check_prompt
 from engine.llm.keys import Secret, redact, resolve_api_key
 from engine.llm.registry import register_backend
 from engine.progress import CancelToken, ProgressFn, no_progress
@@ -196,8 +201,10 @@ class OpenAIBackend:
 
         timeout = httpx2.Timeout(float(self.config.timeout_s),
                                  connect=min(CONNECT_TIMEOUT_S, float(self.config.timeout_s)))
-        transport = _FailFastConnect(httpx2.AsyncHTTPTransport(), openai, httpx2,
-                                     retries=min(CONNECT_RETRIES, self.config.max_retries))
+        transport = GuardedTransport(
+            _FailFastConnect(httpx2.AsyncHTTPTransport(), openai, httpx2,
+                             retries=min(CONNECT_RETRIES, self.config.max_retries)),
+            httpx2, deadline_s=float(self.config.timeout_s), where=f"the LLM server at {self.base_url}")
         return openai.AsyncOpenAI(
             api_key=self._key.reveal(),
             base_url=self.base_url,
@@ -210,6 +217,10 @@ class OpenAIBackend:
         """Send ``request`` (the client retries); re-send a garbled 200 answer within the same budget."""
         budget = self.config.max_retries
         sent = 0
+        try:
+            check_prompt(request.messages)
+        except LLMError as exc:
+            return self._give_up(exc, 0, raise_errors)
         while True:
             sender = client if sent == 0 else client.with_options(max_retries=budget - sent)
             try:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.errors import EXIT_OK, EXIT_USER_ERROR, CounterbiasError
+from engine.llm.config import check_local_options
 from engine.llm.errors import LLMConfigError
 from engine.llm.gguf import MODELS, get_spec, model_path
 from engine.llm.local_backend import DEFAULT_N_CTX, default_threads, load_server
@@ -145,6 +146,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def serve(args: argparse.Namespace, *, stop: threading.Event | None = None) -> int:
     """Run the server described by parsed ``args`` until Ctrl+C, SIGTERM or ``stop`` is set."""
+    check_local_options({"n_parallel": getattr(args, "slots", 1), "n_threads": args.threads, "n_ctx": args.ctx})
     api_key = None
     if args.api_key_env:
         api_key = os.environ.get(args.api_key_env)

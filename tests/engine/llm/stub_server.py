@@ -11,7 +11,10 @@ Behaviours a plan can return: ``"ok"``, ``"500"``, ``"503"``, ``"429"`` (with
 that is not JSON), ``"bad_json"`` (200, JSON content type, invalid JSON), ``"truncated"``
 (headers promise more body than is sent, then the connection closes), ``"length"`` (a
 valid completion cut at ``max_tokens``), ``"401"`` (echoes the bearer token back, as
-careless servers do), ``"404"``.
+careless servers do), ``"404"``, ``"drip"`` (a valid completion sent one byte every ``drip_s``
+seconds, headers included), ``"flood"`` (a valid completion whose text is ``flood_bytes`` long,
+sent in 64 KiB chunks without a ``Content-Length``) and ``"flood_length"`` (the same, declared in
+``Content-Length``).
 
 Run standalone (used by ``benchmarks/llm_client.py``)::
 
@@ -61,6 +64,10 @@ class StubServer:
         Name of that header (e.g. ``"retry-after-ms"``).
     reply
         ``reply(body) -> text`` of a successful answer.
+    drip_s
+        Pause between two bytes of the ``"drip"`` behaviour.
+    flood_bytes
+        Length of the text of a ``"flood"`` answer.
     usage_extra, extra
         Fields added to a successful answer's ``usage`` and to the answer itself (what some servers send
         beside the OpenAI schema, e.g. llama.cpp's ``timings``).
@@ -78,7 +85,11 @@ class StubServer:
         port: int = 0,
         usage_extra: dict[str, Any] | None = None,
         extra: dict[str, Any] | None = None,
+        drip_s: float = 2.0,
+        flood_bytes: int = 10_000_000,
     ) -> None:
+        self.drip_s = drip_s
+        self.flood_bytes = flood_bytes
         self.usage_extra = dict(usage_extra or {})
         self.extra = dict(extra or {})
         self.plan = plan or (lambda body, attempt: "ok")
@@ -209,11 +220,37 @@ class StubServer:
             writer.write(head + data[: len(data) // 2])
             await writer.drain()
             return False
+        elif behaviour == "drip":
+            data = self._completion(body, self.reply(body), "stop").encode()
+            head = f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {len(data)}\r\n\r\n"
+            for i in range(len(head) + len(data)):
+                writer.write((head.encode() + data)[i : i + 1])
+                await writer.drain()
+                await asyncio.sleep(self.drip_s)
+        elif behaviour in ("flood", "flood_length"):
+            return await self._flood(writer, body, declared=behaviour == "flood_length")
         elif behaviour == "length":
             text = self.reply(body)
             await self._send(writer, 200, self._completion(body, text[: max(1, len(text) // 2)], "length"))
         else:
             await self._send(writer, 200, self._completion(body, self.reply(body), "stop"))
+        return True
+
+    async def _flood(self, writer, body: dict[str, Any], *, declared: bool) -> bool:
+        """A valid completion of ``flood_bytes`` of text, in 64 KiB pieces (chunked unless ``declared``)."""
+        head, tail = self._completion(body, "\0", "stop").encode().split(b"\\u0000")
+        size = len(head) + self.flood_bytes + len(tail)
+        framing = f"Content-Length: {size}" if declared else "Transfer-Encoding: chunked"
+        writer.write(f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n{framing}\r\n\r\n".encode())
+        piece = b"x" * (64 * 1024)  # one piece, sent again and again: the server itself stays small
+        parts = [head, *(piece[: min(len(piece), self.flood_bytes - i)] for i in range(0, self.flood_bytes, len(piece))),
+                 tail]
+        for part in parts:
+            writer.write(part if declared else b"%x\r\n%s\r\n" % (len(part), part))
+            await writer.drain()
+        if not declared:
+            writer.write(b"0\r\n\r\n")
+            await writer.drain()
         return True
 
     def _completion(self, body: dict[str, Any], text: str, finish: str) -> str:
