@@ -1,6 +1,6 @@
 # Counterbias Studio: two commands for a fresh machine (see README.md).
 #   make run    set up .venv if needed, then start the GUI on the bundled demo project
-#   make test   set up .venv if needed, then check the import contracts and run every test
+#   make test   set up .venv if needed, then check the import contracts, build the docs and run every test
 #   make docs   install the docs extra into .venv and build the documentation into site/ (strict, offline)
 PYTHON ?= python3
 VENV   ?= .venv
@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip install --disable-pip-version-check -q
 # Editable installs use "compat" mode: the checkout itself is on sys.path.
 
-.PHONY: run test setup setup-test lint docs clean
+.PHONY: run test setup setup-test lint docs docs-check clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -50,12 +50,17 @@ run: setup
 lint: setup-test
 	$(BIN)/lint-imports
 
-test: setup-test lint
+# The docs build is part of the tests (offline, seconds), so CI (.ci/run) catches a broken link.
+test: setup-test lint docs-check
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q -p no:cacheprovider
 
 # Broken internal links, missing anchors and pages missing from the nav fail the build (mkdocs.yml: strict).
 docs: $(VENV)/.docs-installed
-	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+# The same build into a temporary folder, so that test runs side by side never share site/.
+docs-check: $(VENV)/.docs-installed
+	d=$$(mktemp -d) && NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict -d "$$d"; rc=$$?; rm -rf "$$d"; exit $$rc
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis site
