@@ -29,6 +29,7 @@ from engine.attribution.wordlists import combine_wordlists
 from engine.models.store import get_model
 from engine.progress import CancelToken, ProgressFn, ensure_token, no_progress, scaled
 from engine.store import ExampleQuery, Project
+from engine.store.locks import vote_lock
 from engine.store.runs import recorded_run
 from engine.store.schema import now
 
@@ -150,6 +151,8 @@ def find_principal_words(
         No members or no methods.
     MissingAttributionsError
         With ``compute=False`` when some attributions are not stored.
+    engine.store.locks.VoteBusyError
+        The same vote (members, settings, rows) is being computed by another run.
     """
     started = time.perf_counter()
     cancel = ensure_token(cancel)
@@ -195,12 +198,19 @@ def find_principal_words(
         set_id = int(existing[0])
         return VoteRun(set_id, vote_key, vote_summary(project, set_id, top=top), (), True, time.perf_counter() - started)
 
-    with recorded_run(project, "attribute", dataset_id, {"vote_key": vote_key, **payload}) as run:
-        set_id, summary, runs = _attribute_and_vote(
-            project, dataset_id, infos, resolved, keys, ids, vote, users, payload, vote_key, run.id,
-            context=context, target=target, compute=compute, top=top, progress=progress, cancel=cancel,
-        )
-        run.result = {"vote_set_id": set_id, "examples": summary.n_examples}
+    # the same vote twice at once: the second is refused (CB772), not a UNIQUE vote_key failure
+    with vote_lock(project, dataset_id, vote_key, dataset_name=project.dataset(dataset_id).name):
+        existing = project.db.execute("SELECT id FROM vote_sets WHERE vote_key = ?", [vote_key]).fetchone()
+        if existing:  # stored by a run that finished meanwhile
+            set_id = int(existing[0])
+            return VoteRun(set_id, vote_key, vote_summary(project, set_id, top=top), (), True,
+                           time.perf_counter() - started)
+        with recorded_run(project, "attribute", dataset_id, {"vote_key": vote_key, **payload}) as run:
+            set_id, summary, runs = _attribute_and_vote(
+                project, dataset_id, infos, resolved, keys, ids, vote, users, payload, vote_key, run.id,
+                context=context, target=target, compute=compute, top=top, progress=progress, cancel=cancel,
+            )
+            run.result = {"vote_set_id": set_id, "examples": summary.n_examples}
     return VoteRun(set_id, vote_key, summary, tuple(runs), False, time.perf_counter() - started)
 
 

@@ -104,7 +104,7 @@ class EnsembleResult:
 
 
 def member_folder(project: Project, name: str) -> Path:
-    """``project.models_dir / <name made safe for a folder name>``, checked to lie inside the project.
+    """``<name>_files/models/<name made safe for a folder name>``, checked to lie inside the project.
 
     Raises
     ------
@@ -112,9 +112,7 @@ def member_folder(project: Project, name: str) -> Path:
         ``models/`` or the member's folder is a symbolic link leading out of the project's files folder.
     """
     slug = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._") or "model"
-    folder = derived_folder(project, "models", slug, what=f"the folder of model {name!r}")
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    return folder
+    return derived_folder(project, "models", slug, what=f"the folder of model {name!r}")  # created when trained
 
 
 def train_ensemble(

@@ -35,7 +35,7 @@ except ImportError:  # pragma: no cover - not POSIX: runs are not guarded agains
 if TYPE_CHECKING:
     from engine.store.project import Project
 
-__all__ = ["MemberBusyError", "RunBusyError", "RunLock", "VoteBusyError", "lock_path", "member_lock",
+__all__ = ["LockFileError", "MemberBusyError", "RunBusyError", "RunLock", "VoteBusyError", "lock_path", "member_lock",
            "run_lock", "vote_lock"]
 
 
@@ -55,6 +55,12 @@ class VoteBusyError(RunBusyError):
     """Another ``vote`` of the same members, settings and rows of the dataset is running right now."""
 
     code = "CB772"
+
+
+class LockFileError(CounterbiasError):
+    """The lock file of a step cannot be created (the project's folder cannot be written)."""
+
+    code = "CB773"
 
 
 class RunLock:
@@ -106,8 +112,14 @@ def run_lock(project: Project, step: str, dataset_id: int, *, dataset_name: str 
 @contextlib.contextmanager
 def _hold(path: Path, busy: Any) -> Iterator[RunLock]:
     """Hold an exclusive ``flock`` on ``path`` (created); ``busy()`` is raised when it is held already."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise LockFileError(
+            f"Cannot create the lock file {path}: {exc.strerror or exc}. Nothing was changed.",
+            "Check that you may write to the project's folder (a read-only copy cannot run this step).",
+        ) from exc
     try:
         if fcntl is not None:
             try:
