@@ -19,12 +19,15 @@ Exit codes
 2  usage error (bad arguments)
 3  the input or project is not usable; the message says what to do
 130 cancelled (Ctrl+C)
+143 terminated (SIGTERM): handled like Ctrl+C, so a recorded run is stored ``cancelled`` before the exit
 """
 
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 
 from engine import __version__
@@ -42,7 +45,7 @@ from engine.progress import CancelToken
 __all__ = ["build_parser", "main"]
 
 EPILOG = """exit codes: 0 success, 1 internal error, 2 usage error, 3 unusable input or project
-(the message says what to do), 130 cancelled.  Progress goes to stderr, results to stdout."""
+(the message says what to do), 130 cancelled (Ctrl+C), 143 terminated (SIGTERM).  Progress goes to stderr, results to stdout."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -61,22 +64,58 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: Exit code after SIGTERM (128 + the signal's number, as shells report it).
+EXIT_TERMINATED = 128 + int(signal.SIGTERM)
+
+
+class _Sigterm:
+    """SIGTERM as a Ctrl+C: sets the cancel token and raises :class:`KeyboardInterrupt` in the main thread.
+
+    Only the first SIGTERM raises; later ones are ignored, so that the cleanup it started (the run row
+    stored ``cancelled``, an import's rows removed) is not itself interrupted.
+    """
+
+    def __init__(self, cancel: CancelToken) -> None:
+        self.cancel = cancel
+        self.received = False
+        self.previous: object = None
+
+    def __call__(self, signum: int, frame: object) -> None:
+        if self.received:
+            return
+        self.received = True
+        self.cancel.cancel()
+        raise KeyboardInterrupt("terminated (SIGTERM)")
+
+    def install(self) -> _Sigterm:
+        if threading.current_thread() is threading.main_thread():
+            self.previous = signal.signal(signal.SIGTERM, self)
+        return self
+
+    def restore(self) -> None:
+        if self.previous is not None:
+            signal.signal(signal.SIGTERM, self.previous)  # type: ignore[arg-type]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI and return its exit code."""
+    """Run the CLI and return its exit code (see the module doc for the codes)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     progress = StderrProgress(quiet=args.quiet)
     cancel = CancelToken()
+    sigterm = _Sigterm(cancel).install()
     try:
         return int(args.run(args, progress, cancel))
     except CounterbiasError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USER_ERROR
     except (Cancelled, KeyboardInterrupt):
-        print("cancelled", file=sys.stderr)
-        return EXIT_CANCELLED
+        print("terminated" if sigterm.received else "cancelled", file=sys.stderr)
+        return EXIT_TERMINATED if sigterm.received else EXIT_CANCELLED
     except Exception:  # a bug: show everything
         import traceback
 
         traceback.print_exc()
         return EXIT_INTERNAL_ERROR
+    finally:
+        sigterm.restore()

@@ -30,6 +30,7 @@ __all__ = [
     "LLM",
     "PROJECT",
     "SELECTION",
+    "check_splits",
     "csv_list",
     "llm_config_from_args",
     "selected_example_ids",
@@ -88,10 +89,41 @@ def selected_splits(args: argparse.Namespace) -> tuple[str, ...] | None:
     return tuple(args.split) if args.split else None
 
 
+def check_splits(project: Project, dataset: DatasetInfo, args: argparse.Namespace) -> None:
+    """Refuse ``--split`` values the dataset has no rows in.
+
+    Raises
+    ------
+    UnknownSplitError
+        Naming the unknown splits and listing the dataset's splits (with their row counts).
+    """
+    from engine.cli.commands import UnknownSplitError
+    from engine.store.names import shown
+
+    wanted = selected_splits(args)
+    if not wanted:
+        return
+    counts = project.split_counts(dataset.id)
+    unknown = [s for s in wanted if s not in counts]
+    if unknown:
+        have = ", ".join(f"{shown(str(s)) if s is not None else '(none)'} ({n:,} rows)" for s, n in counts.items())
+        raise UnknownSplitError(
+            f"Dataset {dataset.name!r} has no split {', '.join(repr(s) for s in unknown)}.",
+            f"Use one of its splits: {have or 'none (it has no rows)'}; or leave --split out for every row.",
+        )
+
+
 def selected_example_ids(project: Project, dataset: DatasetInfo, args: argparse.Namespace) -> list[int]:
-    """Ids of the examples ``--split`` and ``--limit`` select, in dataset order."""
+    """Ids of the examples ``--split`` and ``--limit`` select, in dataset order.
+
+    Raises
+    ------
+    UnknownSplitError
+        A ``--split`` the dataset does not have (:func:`check_splits`).
+    """
     from engine.store import ExampleQuery
 
+    check_splits(project, dataset, args)
     ids = [int(i) for i in project.example_ids(ExampleQuery(dataset.id, splits=selected_splits(args)))]
     return ids if args.limit is None else ids[: args.limit]
 

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from engine.errors import CounterbiasError
 from engine.registry import Registry
 
-__all__ = ["COMMANDS", "AddCommand", "CliUsageError", "command"]
+__all__ = ["COMMANDS", "AddCommand", "CliUsageError", "UnknownSplitError", "command"]
 
 #: ``add(sub)``: adds one sub-command to ``sub`` (the parser's sub-parsers action).
 AddCommand = Callable[["argparse._SubParsersAction[argparse.ArgumentParser]"], None]
@@ -30,6 +30,12 @@ class CliUsageError(CounterbiasError):
     """A combination of command-line options that cannot work."""
 
     code = "CB090"
+
+
+class UnknownSplitError(CliUsageError):
+    """``--split`` names a split the dataset does not have."""
+
+    code = "CB091"
 
 
 def _verbs(module: str, *names: str) -> dict[str, str]:

@@ -51,7 +51,7 @@ def _add_import(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--split-col", dest="split_col", metavar="COLUMN")
     r = p.add_argument_group("reading")
     r.add_argument("--format", default="auto", choices=["auto", "csv", "tsv", "jsonl"])
-    r.add_argument("--delimiter", help="field separator (default: from the extension); use $'\\t' for tab")
+    r.add_argument("--delimiter", help="field separator (default: from the extension); use tab (or $'\\t') for a tab")
     r.add_argument("--quoting", default="csv", choices=["csv", "none"],
                    help="'none' when quotes are plain text (e.g. GLUE SST-2 TSVs)")
     r.add_argument("--encoding", default="utf-8")

@@ -12,7 +12,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from engine.cli.args import DATASET, SELECTION, csv_list, selected_example_ids
+from engine.cli.args import DATASET, SELECTION, check_splits, csv_list, selected_example_ids
 from engine.cli.commands import CliUsageError, command
 from engine.cli.progress import StderrProgress
 from engine.errors import EXIT_OK
@@ -69,6 +69,7 @@ ATTRIBUTION.add_argument("--target", default="predicted",
 
 def _example_ids(project, dataset, args: argparse.Namespace) -> list[int] | None:
     """``--limit``'s examples; ``None`` (every example of the ``--split`` splits) without it."""
+    check_splits(project, dataset, args)
     return None if args.limit is None else selected_example_ids(project, dataset, args)
 
 

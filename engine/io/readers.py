@@ -92,7 +92,7 @@ class ReadOptions:
                 f"{path.name}: format {fmt!r} is not supported.",
                 "Import CSV, TSV or JSONL (optionally .gz); convert other formats to one of these.",
             )
-        delimiter = self.delimiter
+        delimiter = _checked_delimiter(self.delimiter, self.quoting, path) if fmt != "jsonl" else self.delimiter
         if fmt == "tsv" and delimiter is None:
             delimiter = "\t"
         elif fmt == "csv" and delimiter is None:
@@ -101,6 +101,25 @@ class ReadOptions:
             else:
                 delimiter = sniff_delimiter(path, self.encoding, head)
         return replace(self, format=fmt, delimiter=delimiter)
+
+
+def _checked_delimiter(delimiter: str | None, quoting: str, path: Path) -> str | None:
+    """``delimiter`` if it can separate fields (``\\t`` and ``tab`` mean a tab); else :class:`DelimiterError`."""
+    if delimiter in ("\\t", "tab", "TAB"):
+        return "\t"
+    if delimiter is None or (len(delimiter) == 1 and delimiter not in "\r\n" and not (quoting == "csv" and delimiter == '"')):
+        return delimiter
+    if delimiter in ("\r", "\n"):
+        why = "a line break cannot separate fields"
+    elif delimiter == '"':
+        why = "the double quote wraps fields (use --quoting none to split on it)"
+    else:
+        why = f"a delimiter is exactly one character, this is {len(delimiter)}"
+    raise DelimiterError(
+        f"{path.name}: the delimiter {delimiter!r} cannot be used: {why}.",
+        "Give one character, e.g. --delimiter ';' or --delimiter '|'; for a tab give --delimiter tab (or $'\\t' in "
+        "bash), or leave it out to take it from the file's extension.",
+    )
 
 
 def _suffix(path: Path) -> str:

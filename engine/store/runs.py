@@ -8,7 +8,8 @@ A job records itself with :func:`recorded_run`::
         run.message = "3 members trained"
 
 The row is ``running`` while the body runs and is finished as ``done`` when the body returns,
-``cancelled`` when it raises :class:`~engine.errors.Cancelled`, or ``failed`` (with the error)
+``cancelled`` when it raises :class:`~engine.errors.Cancelled` or :class:`KeyboardInterrupt` (Ctrl+C,
+and SIGTERM, which the CLI turns into one: :func:`engine.cli.main`), or ``failed`` (with the error)
 on any other exception; the exception is re-raised. Writes go through the project's writer.
 
 A row also records the process running it (``pid``, that process's start time ``pid_started``
@@ -103,15 +104,22 @@ def recorded_run(project: Project, kind: str, dataset_id: int | None, params: di
         finally:
             stop.set()
             beat.join()
-    except Cancelled:
-        _finish_run(project, record.id, "cancelled", message=_joined("cancelled by the user", record.message),
-                   result=record.result)
+    except (Cancelled, KeyboardInterrupt) as exc:
+        _finish_run(project, record.id, "cancelled", message=_joined(_cancel_reason(exc), record.message),
+                    result=record.result)
         raise
     except BaseException as exc:
         reason = str(exc) or type(exc).__name__
         _finish_run(project, record.id, "failed", message=_joined(reason, record.message), result=record.result)
         raise
     _finish_run(project, record.id, "done", message=record.message, result=record.result)
+
+
+def _cancel_reason(exc: BaseException) -> str:
+    """Why a run was cancelled: the cancel token, Ctrl+C, or what the CLI's SIGTERM handler said."""
+    if isinstance(exc, KeyboardInterrupt):
+        return f"cancelled: {exc}" if str(exc) else "cancelled: interrupted (Ctrl+C)"
+    return "cancelled by the user"
 
 
 def _joined(reason: str, message: str) -> str:

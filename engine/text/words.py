@@ -19,8 +19,8 @@ Rules (regular expressions, tried in this order at each position; whitespace sep
     Digits joined by ``.``, ``,``, ``:`` or ``/``: ``3.5``, ``1,000``, ``7/10``, ``10:30``.
     (Plain digit runs such as ``1990`` match the ``word`` rule and are typed ``number``.)
 ``word``
-    Letters and digits (any script; combining accents included, so NFC ``café`` and NFD
-    ``cafe\u0301`` are both one word) joined by internal apostrophes (``'`` or ``’``) or
+    Letters and digits (any script; every combining mark stays on its letter, so NFC ``café`` and NFD
+    ``cafe\u0301`` are both one word, and Thai vowel signs and tone marks never stand alone) joined by internal apostrophes (``'`` or ``’``) or
     hyphens. Contractions stay whole: ``didn't``, ``it's``, ``I'm``, ``rock'n'roll``;
     ``well-made`` is one word. A leading or trailing apostrophe (``'90s``, ``actors'``) is
     punctuation.
@@ -39,6 +39,7 @@ apostrophes folded to ``'``), used when counting the same word across members an
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Sequence
@@ -59,25 +60,47 @@ FUNCTION_WORDS = frozenset(
     "were be been being do does did done have has had i you he she we they me him her us them my your his our their "
     "so than then there here what which who whom".split())
 
-_MARKS = "\u0300-\u036f\u0483-\u0489\u0591-\u05bd\u0610-\u061a\u064b-\u065f\u0900-\u0903\u093a-\u094f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ef\ufe20-\ufe2f"
 _ALNUM = r"[^\W_]"
-_WORD_BODY = rf"{_ALNUM}(?:{_ALNUM}|[{_MARKS}])*"
 _APOS = "'\u2019\u02bc"
 _EMOJI_BASE = "\u2300-\u23ff\u2600-\u27bf\u2b00-\u2bff\u3030\u303d\u3297\u3299\U0001f000-\U0001faff"
 _EMOJI_MOD = "\U0001f3fb-\U0001f3ff\ufe0f\u20e3\U000e0020-\U000e007f"
 _EMOJI_ONE = rf"[{_EMOJI_BASE}][{_EMOJI_MOD}]*"
 
-_PATTERN = re.compile(
-    "|".join(
-        [
-            r"(?P<markup></?[A-Za-z][A-Za-z0-9]*(?:\s[^<>]{0,200}?)?\s*/?>)",
-            rf"(?P<emoji>[\U0001f1e6-\U0001f1ff]{{2}}|{_EMOJI_ONE}(?:\u200d{_EMOJI_ONE})*|[0-9#*]\ufe0f?\u20e3)",
-            r"(?P<number>\d+(?:[.,:/]\d+)+)",
-            rf"(?P<word>{_WORD_BODY}(?:[{_APOS}\-]{_WORD_BODY})*)",
-            r"(?P<punct>([^\w\s]|_)\6*)",
-        ]
+
+
+def _mark_ranges() -> str:
+    """Every combining mark (Unicode categories Mn, Mc, Me) as a character-class body of ranges.
+
+    Read from :mod:`unicodedata` (so every script is covered: Thai vowel signs and tone marks, Devanagari
+    matras, Hebrew points…); marks exist only below U+20000 and in the variation selectors U+E0100–U+E01EF.
+    """
+    category = unicodedata.category
+    codes = [c for block in (range(0x20000), range(0xE0100, 0xE01F0)) for c in block if category(chr(c))[0] == "M"]
+    spans: list[list[int]] = []
+    for c in codes:
+        if spans and spans[-1][1] == c - 1:
+            spans[-1][1] = c
+        else:
+            spans.append([c, c])
+    return "".join(re.escape(chr(a)) if a == b else f"{re.escape(chr(a))}-{re.escape(chr(b))}" for a, b in spans)
+
+
+@functools.lru_cache(maxsize=1)
+def _pattern() -> re.Pattern[str]:
+    """The segmentation rules (compiled on first use: listing the marks takes a few tens of ms)."""
+    word_body = rf"{_ALNUM}(?:{_ALNUM}|[{_mark_ranges()}])*"
+    return re.compile(
+        "|".join(
+            [
+                r"(?P<markup></?[A-Za-z][A-Za-z0-9]*(?:\s[^<>]{0,200}?)?\s*/?>)",
+                rf"(?P<emoji>[\U0001f1e6-\U0001f1ff]{{2}}|{_EMOJI_ONE}(?:\u200d{_EMOJI_ONE})*|[0-9#*]\ufe0f?\u20e3)",
+                r"(?P<number>\d+(?:[.,:/]\d+)+)",
+                rf"(?P<word>{word_body}(?:[{_APOS}\-]{word_body})*)",
+                r"(?P<punct>([^\w\s]|_)\6*)",
+            ]
+        )
     )
-)
+
 _DIGITS_ONLY = re.compile(r"[\d.,:/]+")
 _FOLD_APOS = str.maketrans({"\u2019": "'", "\u02bc": "'", "\u2018": "'"})
 
@@ -122,7 +145,7 @@ def segment(text: str) -> list[Word]:
     if not text:
         return []
     out: list[Word] = []
-    for match in _PATTERN.finditer(text):
+    for match in _pattern().finditer(text):
         kind = match.lastgroup
         if kind == "word" and _DIGITS_ONLY.fullmatch(match.group()):
             kind = "number"
