@@ -5,7 +5,7 @@ fails one is refused and left byte for byte as it was:
 
 * :func:`check_pages`: SQLite's own check of every page and index: ``PRAGMA integrity_check`` for
   files up to :data:`FULL_CHECK_MAX_BYTES`, the faster ``PRAGMA quick_check`` (pages and records,
-  not index contents) above;
+  not whether each index matches its table) above;
 * :func:`check_columns`: every table holds the columns its schema version has, the expected columns
   derived from the migrations themselves (:func:`expected_columns`), never from a hand-kept list;
 * :func:`check_json`: the JSON columns every listing parses (dataset labels and parameters, model
@@ -41,9 +41,10 @@ __all__ = [
 #: SQLite's primary result code for a damaged file ("database disk image is malformed").
 SQLITE_CORRUPT = 11
 
-#: Files up to this size (main file plus write-ahead log) get the full ``integrity_check``; larger ones
-#: ``quick_check``, which reads every page once and takes seconds on a file of a few hundred MB.
-FULL_CHECK_MAX_BYTES = 64 << 20
+#: Files up to this size (main file plus write-ahead log) get the full ``integrity_check`` (about half a
+#: second at this size); larger ones ``quick_check``, which skips matching indexes to their tables and
+#: reads about 100 MB a second (measured: 35 MB, integrity_check 1.1 s, quick_check 0.3 s).
+FULL_CHECK_MAX_BYTES = 16 << 20
 
 #: JSON columns checked on open: ``(table, column, JSON type it must hold)``. Their tables stay small
 #: (one row per dataset, model, run…) and every listing parses them.

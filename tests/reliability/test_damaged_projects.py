@@ -76,6 +76,21 @@ def test_item09_bad_page_mid_file_is_refused_and_not_written(tmp_path):
     assert path.read_bytes() == before_bytes
 
 
+def test_item09_bad_page_is_found_by_quick_check_above_the_full_check_size(tmp_path, monkeypatch):
+    from engine.store import health
+
+    path, _ = _project_with_data(tmp_path)
+    data = bytearray(path.read_bytes())
+    middle = len(data) // PAGE // 2
+    data[middle * PAGE:(middle + 1) * PAGE] = b"\x00\xff" * (PAGE // 2)
+    path.write_bytes(bytes(data))
+    before = path.read_bytes()
+    monkeypatch.setattr(health, "FULL_CHECK_MAX_BYTES", 0)  # as for a file of hundreds of MB
+    with pytest.raises(ProjectCorruptError, match="quick_check"):
+        Project.open(path)
+    assert path.read_bytes() == before
+
+
 def test_item09_missing_column_is_refused_and_not_written(tmp_path):
     path, csv = _project_with_data(tmp_path, rows=50)
     _sql(path, "ALTER TABLE examples DROP COLUMN meta")
