@@ -110,7 +110,6 @@ def _run_train(args: argparse.Namespace, progress: StderrProgress, cancel: Cance
     from engine.models import (
         EnsembleConfig,
         MemberSpec,
-        default_ensemble,
         hypothesis_only_member,
         train_ensemble,
         train_member,
@@ -119,21 +118,25 @@ def _run_train(args: argparse.Namespace, progress: StderrProgress, cancel: Cance
     from engine.progress import scaled
     from engine.store import Project
 
+    from engine.models.device import check_device_name
+
+    args.device = check_device_name(args.device)  # CB512 before anything is opened
     if args.preset is None:
         from engine.models.device import default_preset
 
         args.preset = default_preset()
     overrides = {k: v for k, v in {"epochs": args.epochs, "max_length": args.max_length, "batch_size": args.batch_size,
                                    "max_train_rows": args.max_train_rows, "device": args.device}.items() if v is not None}
+    local = _local_members(args.local_model)  # checked (CB502, CB508, CB510, CB511) before the project is opened
+    backbones = csv_list(args.backbones)
+    _check_member_count(backbones, local)
     with Project.open(args.project) as project:
         dataset = project.dataset(args.dataset)
         prefix = args.prefix if args.prefix is not None else f"{dataset.name}:"
-        config = default_ensemble(prefix, backbones=csv_list(args.backbones), preset=args.preset, **overrides)
-        members = list(config.members)
-        for folder in args.local_model:
-            name, params = f"{prefix}{Path(folder).name}", {"path": str(Path(folder).resolve())}
-            members.append(MemberSpec(name, "local-dir", params, train_preset(args.preset, "local-dir", params,
-                                                                            **overrides)))
+        members = [MemberSpec(f"{prefix}{b}", b, {}, train_preset(args.preset, b, **overrides)) for b in backbones]
+        for name, params in local:
+            members.append(MemberSpec(f"{prefix}{name}", "local-dir", params,
+                                      train_preset(args.preset, "local-dir", params, **overrides)))
         if args.hypothesis_only and dataset.task != "pair":
             raise CliUsageError(f"Dataset {dataset.name!r} is not a premise/hypothesis dataset.",
                                 "Leave out --hypothesis-only for single-text data.")
@@ -156,6 +159,34 @@ def _run_train(args: argparse.Namespace, progress: StderrProgress, cancel: Cance
                      "reused": m.skipped, "seconds": round(m.seconds, 1)} for m in trained],
     }, indent=2))
     return EXIT_OK
+
+
+def _local_members(folders: list[str]) -> list[tuple[str, dict[str, Any]]]:
+    """``(member name suffix, local-dir params)`` of each ``--local-model`` folder, checked before training."""
+    from engine.models.hf import check_model_folder
+
+    out = []
+    for folder in folders:
+        path = Path(folder).expanduser().resolve()
+        check_model_folder(path, what=f"--local-model {folder}")
+        out.append((path.name, {"path": str(path)}))
+    return out
+
+
+def _check_member_count(backbones: list[str], local: list[tuple[str, dict[str, Any]]]) -> None:
+    """The majority vote needs an odd number of members: backbones and local models counted together."""
+    from engine.models import EnsembleConfigError
+
+    total = len(backbones) + len(local)
+    if total % 2 == 0 or total == 0:
+        parts = f"{len(backbones)} backbone{'s' if len(backbones) != 1 else ''} ({', '.join(backbones) or 'none'})"
+        if local:
+            parts += f" + {len(local)} --local-model folder{'s' if len(local) != 1 else ''}"
+        raise EnsembleConfigError(
+            f"An ensemble needs an odd number of members for a majority vote; {parts} make {total}.",
+            "Name one backbone more or fewer with --backbones, e.g. --backbones minilm-l6,minilm-l3 with one "
+            "--local-model (see 'counterbias models --backbones').",
+        )
 
 
 # --------------------------------------------------------------------------- attribute

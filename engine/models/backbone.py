@@ -106,4 +106,5 @@ class Backbone:
                 id2label={int(k): v for k, v in id2label.items()},
                 label2id={v: int(k) for k, v in id2label.items()},
                 use_safetensors=True,
+                trust_remote_code=False,
             )

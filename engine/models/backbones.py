@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from engine.models.cache import cached_entry
-from engine.models.errors import BackboneUnavailableError, UnsafeWeightsError, require
+from engine.models.errors import BackboneUnavailableError, ModelError, require
 from engine.models.backbone import Backbone
-from engine.models.hf import quiet_transformers
+from engine.models.hf import check_model_folder, quiet_transformers
 from engine.models.registry import TINY_ARCHS, register_backbone
 
 #: Tokenizer files copied from the MiniLM-L6 package (copy, never rebuild: see MODELS.md).
@@ -174,24 +174,13 @@ class LocalDir(Backbone):
         if not raw:
             raise BackboneUnavailableError("The local-dir backbone needs a 'path' parameter.", "Choose a model folder.")
         folder = Path(str(raw)).expanduser()
-        if not (folder / "config.json").is_file():
-            raise BackboneUnavailableError(
-                f"{folder} is not a Hugging Face model folder (no config.json).",
-                "Choose the folder that holds config.json, the weights and the tokenizer files.",
-            )
-        if not any(folder.glob("*.safetensors")):
-            if any(folder.glob("*.bin")) or any(folder.glob("*.pt")):
-                raise UnsafeWeightsError(
-                    f"{folder} holds only pickled weights (.bin/.pt), which are never loaded.",
-                    "Convert the weights to safetensors (model.save_pretrained(..., safe_serialization=True)).",
-                )
-            raise BackboneUnavailableError(f"{folder} holds no .safetensors weights.", "Save the model with safetensors.")
+        check_model_folder(folder)  # config.json without auto_map, valid safetensors weights, no pickles only
         return folder
 
     def is_available(self) -> bool:
         try:
             self.prepare()
-        except BackboneUnavailableError:
+        except ModelError:  # missing, pickled only, invalid weights or custom code
             return False
         return True
 

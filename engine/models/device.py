@@ -3,10 +3,25 @@
 from __future__ import annotations
 
 import contextlib
+import re
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Precision", "autocast", "default_preset", "has_gpu", "release_memory", "resolve_device", "resolve_precision"]
+__all__ = [
+    "DEVICE_NAMES",
+    "Precision",
+    "autocast",
+    "check_device_name",
+    "default_preset",
+    "has_gpu",
+    "release_memory",
+    "resolve_device",
+    "resolve_precision",
+]
+
+#: The device names :func:`resolve_device` accepts (``cuda:N`` for the N-th GPU).
+DEVICE_NAMES = ("auto", "cpu", "cuda", "cuda:N", "mps")
+_DEVICE = re.compile(r"(auto|cpu|mps|cuda(:\d+)?)")
 
 #: Preset used when no GPU is found: each member trains on a sample of the train rows — the MiniLMs
 #: fully fine-tuned on 800 (their word importance is far more like human edits than with frozen
@@ -16,11 +31,54 @@ CPU_PRESET = "sample-cpu"
 GPU_PRESET = "fast-cpu"
 
 
+def check_device_name(name: str) -> str:
+    """``name`` stripped and lower-cased when it is one of :data:`DEVICE_NAMES` (no torch import).
+
+    Raises
+    ------
+    engine.models.errors.UnknownDeviceError
+        Any other name (CB512).
+    """
+    from engine.models.errors import UnknownDeviceError
+
+    clean = str(name).strip().lower()
+    if not _DEVICE.fullmatch(clean):
+        raise UnknownDeviceError(
+            f"Unknown device {name!r}.",
+            "Use one of: auto (a GPU when there is one, else the CPU), cpu, cuda, cuda:N (the N-th GPU, from 0), mps.",
+        )
+    return clean
+
+
 def resolve_device(name: str = "auto") -> Any:
-    """``torch.device`` for ``name``; ``"auto"`` picks cuda, then mps, then cpu."""
+    """``torch.device`` for ``name``; ``"auto"`` picks cuda, then mps, then cpu.
+
+    Raises
+    ------
+    engine.models.errors.UnknownDeviceError
+        ``name`` is not a device name (CB512).
+    engine.models.errors.DeviceUnavailableError
+        The device is not present on this machine (CB513).
+    """
     import torch
 
+    from engine.models.errors import DeviceUnavailableError
+
+    name = check_device_name(name)
     if name != "auto":
+        kind, _, index = name.partition(":")
+        if kind == "cuda":
+            count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+            if count == 0 or (index and int(index) >= count):
+                raise DeviceUnavailableError(
+                    f"Device {name!r} is not available here ({count} CUDA GPU{'s' if count != 1 else ''} found).",
+                    "Use --device cpu or auto" + (f", or cuda:0 to cuda:{count - 1}." if count else "."),
+                )
+        if kind == "mps":
+            mps = getattr(torch.backends, "mps", None)
+            if mps is None or not mps.is_available():
+                raise DeviceUnavailableError("Device 'mps' is not available here (no Apple GPU).",
+                                             "Use --device cpu or auto.")
         return torch.device(name)
     if torch.cuda.is_available():
         return torch.device("cuda")

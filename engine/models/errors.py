@@ -59,11 +59,11 @@ class UnsafeWeightsError(ModelError):
     code = "CB508"
 
 
-
 class CachedHeadError(ModelError):
     """A quick (cached-head) member does not compute what its head was trained on."""
 
     code = "CB509"
+
 
 def require(module: str) -> None:
     """Import ``module`` or raise :class:`DependencyMissingError` with the pip line to run."""
@@ -77,3 +77,27 @@ def require(module: str) -> None:
             "Install the model extra: pip install 'counterbias-studio[models]' "
             "(torch must be installed first: pip install torch==2.13.0).",
         ) from exc
+
+
+class InvalidWeightsError(ModelError):
+    """A ``.safetensors`` file of a model folder is empty or not safetensors at all."""
+
+    code = "CB510"
+
+
+class RemoteCodeError(ModelError):
+    """A model folder's ``config.json`` asks for custom code (``auto_map``), which is never run."""
+
+    code = "CB511"
+
+
+class UnknownDeviceError(ModelError):
+    """A device name that is not ``auto``, ``cpu``, ``cuda``, ``cuda:N`` or ``mps``."""
+
+    code = "CB512"
+
+
+class DeviceUnavailableError(ModelError):
+    """A valid device name whose device is not present here (no CUDA GPU, no such GPU index, no MPS)."""
+
+    code = "CB513"

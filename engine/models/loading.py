@@ -56,6 +56,10 @@ def load_member(project: Project, name: str | int, *, device: str = "auto") -> L
         No such model, or its folder is gone.
     UnsafeWeightsError
         The folder holds no safetensors weights.
+    engine.models.errors.InvalidWeightsError, engine.models.errors.RemoteCodeError
+        Empty or invalid safetensors; a config asking for custom code.
+    engine.errors.StoredPathError, engine.errors.StoredLinkError
+        The stored folder lies outside the project.
     """
     info = get_model(project, name)
     key = (str(project.path), info.name, info.created_at, device)
@@ -68,22 +72,25 @@ def load_member(project: Project, name: str | int, *, device: str = "auto") -> L
     from transformers import AutoModelForSequenceClassification
 
     from engine.models.device import resolve_device
-    from engine.models.hf import load_fast_tokenizer, quiet_transformers
+    from engine.models.hf import check_model_folder, load_fast_tokenizer, quiet_transformers
 
-    if not (info.folder / "config.json").is_file():
+    folder = info.folder  # refused (CB150/CB151) when the project stores a path outside itself
+    if not (folder / "config.json").is_file():
         raise ModelNotFoundError(
-            f"The files of model {info.name!r} are missing ({info.folder}).", "Train the member again."
+            f"The files of model {info.name!r} are missing ({folder}).", "Train the member again."
         )
-    if not (info.folder / "model.safetensors").is_file():
+    if not (folder / "model.safetensors").is_file():
         raise UnsafeWeightsError(
-            f"Model {info.name!r} has no model.safetensors in {info.folder}.", "Train the member again."
+            f"Model {info.name!r} has no model.safetensors in {folder}.", "Train the member again."
         )
+    check_model_folder(folder, what=f"the folder of model {info.name!r} ({folder})")  # CB508, CB510, CB511
     dev = resolve_device(device)
     with quiet_transformers():
-        model = AutoModelForSequenceClassification.from_pretrained(str(info.folder), use_safetensors=True)
+        model = AutoModelForSequenceClassification.from_pretrained(str(folder), use_safetensors=True,
+                                                                   trust_remote_code=False)
     model.to(dev).eval()
     model.requires_grad_(False)
-    loaded = LoadedMember(info, model, load_fast_tokenizer(info.folder), dev)
+    loaded = LoadedMember(info, model, load_fast_tokenizer(folder), dev)
     with _LOCK:
         _CACHE[key] = loaded
         while len(_CACHE) > CACHE_SIZE:

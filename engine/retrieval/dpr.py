@@ -275,10 +275,23 @@ def _base_dir(base: str) -> Path:
 
 
 def _load(folder: Path, device: str) -> tuple[Any, Any]:
+    """Tokenizer and encoder of ``folder``: safetensors weights only, never custom code.
+
+    Raises
+    ------
+    engine.models.errors.UnsafeWeightsError
+        Only pickled weights (CB508).
+    engine.models.errors.InvalidWeightsError, engine.models.errors.RemoteCodeError
+        Empty or invalid safetensors (CB510); a config with ``auto_map`` (CB511).
+    """
     from transformers import AutoModel, AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
-    model = AutoModel.from_pretrained(str(folder), local_files_only=True).to(device)
+    from engine.models.hf import check_model_folder
+
+    check_model_folder(folder, what=f"the retriever folder {folder}")
+    tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True, trust_remote_code=False)
+    model = AutoModel.from_pretrained(str(folder), local_files_only=True, use_safetensors=True,
+                                      trust_remote_code=False).to(device)
     return tokenizer, model
 
 
@@ -473,7 +486,7 @@ def train_retriever(
 
     cancel.raise_if_cancelled()
     staging = out_dir.with_name(out_dir.name + ".partial")
-    shutil.rmtree(staging, ignore_errors=True)
+    _remove(staging)
     staging.mkdir(parents=True)
     model.save_pretrained(str(staging))
     tokenizer.save_pretrained(str(staging))
@@ -487,12 +500,22 @@ def train_retriever(
         "weights_sha256": _weights_hash(staging), "trained_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     (staging / RECORD).write_text(json.dumps(record, indent=2), encoding="utf-8")
-    if out_dir.exists():
-        shutil.rmtree(out_dir)
+    from engine.models.checkpoint import publish_files
+
+    publish_files(staging)  # safetensors writes 0o600 whatever the umask
+    _remove(out_dir)
     staging.rename(out_dir)
     _TrainedModels.forget(out_dir)
     progress(1.0, f"saved to {out_dir}")
     return RetrieverTrainResult(out_dir, len(clean), step, time.perf_counter() - started, losses, record)
+
+
+def _remove(path: Path) -> None:
+    """Remove a folder being replaced; a symbolic link is removed itself, never followed."""
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+    elif path.exists():
+        shutil.rmtree(path)
 
 
 # ------------------------------------------------------------------------------- the encoder
@@ -532,6 +555,10 @@ class TrainedEncoder:
     ------
     engine.retrieval.errors.EncoderError
         When ``path`` holds no trained retriever.
+    engine.models.errors.UnsafeWeightsError, engine.models.errors.InvalidWeightsError
+        Pickled weights only (CB508); empty or invalid safetensors (CB510).
+    engine.models.errors.RemoteCodeError
+        A ``config.json`` asking for custom code (CB511).
     """
 
     name = "trained"
@@ -545,6 +572,9 @@ class TrainedEncoder:
         if not record.is_file():
             raise EncoderError(f"{self.path} holds no trained retriever ({RECORD} is missing).",
                                "Train one with 'counterbias train-retriever' and give its folder.")
+        from engine.models.hf import check_model_folder
+
+        check_model_folder(self.path, what=f"the retriever folder {self.path}")  # CB508/CB510/CB511, nothing written
         raw = record.read_bytes()
         self.record: dict[str, Any] = json.loads(raw)
         self.sha = hashlib.sha256(raw).hexdigest()
@@ -580,13 +610,17 @@ def retriever_dir(project: Project, name: str) -> Path:
     ------
     engine.retrieval.errors.RetrieverNotFoundError
         For a name that is not a safe folder name.
+    engine.errors.StoredLinkError
+        ``retrievers/`` or the retriever's folder is a symbolic link leading out of the project.
     """
     if not _NAME.match(name or ""):
         raise RetrieverNotFoundError(f"{name!r} is not a usable retriever name.",
                                      "Use letters, digits, '.', '_' or '-' (at most 64, not starting with '.').")
-    folder = project.files_dir / "retrievers"
-    folder.mkdir(exist_ok=True)
-    return folder / name
+    from engine.store.paths import derived_folder
+
+    path = derived_folder(project, "retrievers", name, what=f"the folder of retriever {name!r}")  # CB151: a link out
+    path.parent.mkdir(exist_ok=True)
+    return path
 
 
 def trained_retriever(project: Project, name: str) -> Path:

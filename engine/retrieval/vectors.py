@@ -33,8 +33,17 @@ RECORD = "vectors.json"
 
 
 def corpus_folder(project: Project, corpus: CorpusInfo, encoder_key: str) -> Path:
-    """``<name>_files/retrieval/corpus-<id>/<encoder key>/`` (created)."""
-    folder = project.files_dir / "retrieval" / f"corpus-{corpus.id}" / encoder_key
+    """``<name>_files/retrieval/corpus-<id>/<encoder key>/`` (created).
+
+    Raises
+    ------
+    engine.errors.StoredPathError, engine.errors.StoredLinkError
+        The folder would lie outside the project (an encoder key with ``..``; a symbolic link out).
+    """
+    from engine.store.paths import derived_folder
+
+    folder = derived_folder(project, "retrieval", f"corpus-{corpus.id}", encoder_key,
+                            what=f"the embeddings folder of corpus {corpus.name!r}")
     folder.mkdir(parents=True, exist_ok=True)
     return folder
 
