@@ -619,7 +619,7 @@ def retriever_dir(project: Project, name: str) -> Path:
     from engine.store.paths import derived_folder
 
     path = derived_folder(project, "retrievers", name, what=f"the folder of retriever {name!r}")  # CB151: a link out
-    path.parent.mkdir(exist_ok=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
     return path
 
 
