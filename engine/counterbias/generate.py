@@ -133,6 +133,7 @@ from engine.store.schema import now
 from engine.text import normalize, segment
 from engine.text.distance import word_edit_distance
 from engine.text.ratings import against, suggestion
+from engine.llm.guard import text_too_long
 from engine.text.sentences import sentence_spans, split_sentences
 
 if TYPE_CHECKING:
@@ -506,6 +507,10 @@ def _plan(project: Project, dataset: DatasetInfo, ids: Sequence[int], votes: dic
                     plan = FieldPlan(name, row.get(name) or "", triples, [],
                                      sentence_of=[i for i, sentence in enumerate(sentences) for _ in sentence])
                     slot.fields.append(plan)
+                    if too_long := text_too_long(plan.original):  # an edit of it would not be meaningful
+                        slot.fail("input", f"Example {row['id']} ({name}): {too_long}", retriable=False,
+                                  hint="Shorten or split this text; the other examples are generated.", reason="too long")
+                        continue
                     if vote is None:
                         slot.fail("vote", f"Example {row['id']} ({name}) has no principal/spurious words yet.",
                                   retriable=True, hint="Explain these examples (vote) and generate again.")

@@ -32,8 +32,8 @@ from typing import Any
 from engine.llm.base import FALLBACK_MAX_TOKENS, Failure
 from engine.llm.errors import AnswerTooLargeError, EndpointFailingError, LLMError, PromptTooLongError
 
-__all__ = ["BREAKER_LIMIT", "BYTES_PER_TOKEN", "ENVELOPE_BYTES", "MAX_PROMPT_CHARS", "CircuitBreaker", "GuardedTransport",
-           "answer_byte_cap", "check_prompt"]
+__all__ = ["BREAKER_LIMIT", "BYTES_PER_TOKEN", "ENVELOPE_BYTES", "MAX_EDIT_CHARS", "MAX_PROMPT_CHARS", "CircuitBreaker", "GuardedTransport",
+           "answer_byte_cap", "check_prompt", "text_too_long"]
 
 #: Bytes of answer allowed per token of ``max_tokens`` (a token is a few characters; JSON may escape
 #: each as ``\\uXXXX``, six bytes).
@@ -42,6 +42,9 @@ BYTES_PER_TOKEN = 64
 ENVELOPE_BYTES = 64 * 1024
 #: Calls failing in a row, as a broken endpoint fails, that stop a run.
 BREAKER_LIMIT = 5
+#: Longest text an LLM edits whole (a review; the import's default cell limit): a longer one is skipped with its
+#: reason, not read sentence by sentence for minutes.
+MAX_EDIT_CHARS = 50_000
 #: Longest prompt sent, in characters (about 125,000 tokens: more than the largest common context window).
 MAX_PROMPT_CHARS = 500_000
 
@@ -64,11 +67,22 @@ def too_large(where: str, limit: int, max_tokens: int | None, *, received: int |
     """The named error of an answer over ``limit`` bytes."""
     size = f"more than {limit:,} bytes" if received is None else f"{received:,} bytes"
     return AnswerTooLargeError(
-        f"{where} sent an answer of {size}; at most {limit:,} bytes are accepted for max_tokens "
+        f"{where[:1].upper()}{where[1:]} sent an answer of {size}; at most {limit:,} bytes are accepted for max_tokens "
         f"{max_tokens or FALLBACK_MAX_TOKENS}. The answer was refused and not stored.",
         "The server ignores max_tokens or is not a chat-completions API: check its settings and the address; "
         "lower max_tokens only if the model rambles.",
     )
+
+
+def text_too_long(text: str, limit: int | None = None) -> str | None:
+    """Why ``text`` is too long for an LLM edit (``None`` when it is not): over ``limit`` characters
+    (default :data:`MAX_EDIT_CHARS`).
+
+    >>> text_too_long("x" * 60_000)
+    'Text too long: 60,000 characters, the limit is 50,000.'
+    """
+    limit = MAX_EDIT_CHARS if limit is None else limit
+    return f"Text too long: {len(text):,} characters, the limit is {limit:,}." if len(text) > limit else None
 
 
 def check_prompt(messages: Any, limit: int = MAX_PROMPT_CHARS) -> None:

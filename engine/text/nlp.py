@@ -12,15 +12,31 @@ shared ``tok2vec``.
 Without the package, or with a broken spaCy install, :func:`load_spacy` returns ``None`` and
 :func:`spacy_sentences` / :func:`spacy_lemmas` return ``None``: callers then use their rule
 fallbacks. spaCy is imported inside :func:`load_spacy` only (it takes about 2 s).
+
+Long texts
+----------
+spaCy refuses a text longer than ``nlp.max_length`` (1,000,000 characters: its error E088),
+and the memory it takes grows with the text. A text longer than :data:`CHUNK_CHARS` is therefore
+read in pieces of at most that many characters, cut after a sentence end where there is one in
+the last tenth of the piece, else at a space, else anywhere (:func:`chunk_spans`); each piece
+goes through the pipeline alone and the answers are joined (offsets shifted back to the whole
+text). A sentence may be cut in two at a piece's edge; no text is ever refused.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterator
 from functools import lru_cache
 from typing import Any
 
-__all__ = ["LEMMA_PIPES", "NER_PIPES", "SENTENCE_PIPES", "TAG_PIPES", "load_spacy", "spacy_entities", "spacy_lemmas",
-           "spacy_people", "spacy_sentences", "spacy_tags"]
+__all__ = ["CHUNK_CHARS", "LEMMA_PIPES", "NER_PIPES", "SENTENCE_PIPES", "TAG_PIPES", "chunk_spans", "load_spacy",
+           "spacy_entities", "spacy_lemmas", "spacy_people", "spacy_sentences", "spacy_tags"]
+
+#: Longest piece of text given to the pipeline at once (well under spaCy's ``max_length``).
+CHUNK_CHARS = 100_000
+_SENTENCE_END = re.compile(r"[.!?][\"')\]]*\s+")
+_SPACE = re.compile(r"\s+")
 
 #: Components that find sentence boundaries.
 SENTENCE_PIPES = ("senter",)
@@ -55,12 +71,44 @@ def load_spacy() -> Any | None:
     return nlp
 
 
-def _run(text: str, pipes: tuple[str, ...]) -> Any | None:
-    """``text`` through the pipeline with only ``pipes`` enabled (``None`` without spaCy)."""
+def chunk_spans(text: str, size: int = CHUNK_CHARS) -> list[tuple[int, int]]:
+    """``(start, end)`` of the pieces :func:`_run_pieces` reads ``text`` in: one piece when it is at most ``size`` long.
+
+    Each piece ends after a sentence end (``.``, ``!`` or ``?``, closing marks and a space) found in its last
+    tenth, else after its last space, else at ``size`` characters.
+
+    Examples
+    --------
+    >>> chunk_spans("One. Two. Three.", size=8)
+    [(0, 5), (5, 10), (10, 16)]
+    >>> chunk_spans("short")
+    [(0, 5)]
+    """
+    if size < 1:
+        raise ValueError("size must be positive")
+    spans: list[tuple[int, int]] = []
+    start = 0
+    while len(text) - start > size:
+        window = text[start : start + size]
+        ends = [m.end() for m in _SENTENCE_END.finditer(window, size - size // 10)]
+        if not ends:
+            ends = [m.end() for m in _SPACE.finditer(window)]
+        cut = ends[-1] if ends else size
+        spans.append((start, start + cut))
+        start += cut
+    spans.append((start, len(text)))
+    return spans
+
+
+def _run_pieces(text: str, pipes: tuple[str, ...]) -> Iterator[tuple[int, Any]] | None:
+    """``(offset, doc)`` for each piece of ``text`` (:func:`chunk_spans`) through the pipeline with only ``pipes``
+    enabled, one piece at a time; ``None`` without spaCy."""
     nlp = load_spacy()
     if nlp is None:
         return None
-    return nlp(text, disable=[name for name in nlp.pipe_names if name not in pipes])
+    disable = [name for name in nlp.pipe_names if name not in pipes]
+    size = max(1, min(CHUNK_CHARS, int(getattr(nlp, "max_length", CHUNK_CHARS)) - 1))
+    return ((start, nlp(text[start:end], disable=disable)) for start, end in chunk_spans(text, size))
 
 
 def spacy_sentences(text: str) -> list[str] | None:
@@ -71,8 +119,8 @@ def spacy_sentences(text: str) -> list[str] | None:
     >>> spacy_sentences("Dr. Who was great! Was it?")  # doctest: +SKIP
     ['Dr. Who was great!', 'Was it?']
     """
-    doc = _run(text, SENTENCE_PIPES)
-    return None if doc is None else [s.text.strip() for s in doc.sents]
+    docs = _run_pieces(text, SENTENCE_PIPES)
+    return None if docs is None else [s.text.strip() for _, doc in docs for s in doc.sents]
 
 
 def spacy_lemmas(text: str) -> list[tuple[str, str]] | None:
@@ -83,8 +131,8 @@ def spacy_lemmas(text: str) -> list[tuple[str, str]] | None:
     >>> spacy_lemmas("Actors loved it")  # doctest: +SKIP
     [('Actors', 'actor'), ('loved', 'love'), ('it', 'it')]
     """
-    doc = _run(text, LEMMA_PIPES)
-    return None if doc is None else [(t.text, t.lemma_) for t in doc]
+    docs = _run_pieces(text, LEMMA_PIPES)
+    return None if docs is None else [(t.text, t.lemma_) for _, doc in docs for t in doc]
 
 
 def spacy_tags(text: str) -> list[tuple[int, str, str]] | None:
@@ -95,8 +143,8 @@ def spacy_tags(text: str) -> list[tuple[int, str, str]] | None:
     >>> spacy_tags("I saw her dog")  # doctest: +SKIP
     [(0, 'I', 'PRP'), (2, 'saw', 'VBD'), (6, 'her', 'PRP$'), (10, 'dog', 'NN')]
     """
-    doc = _run(text, TAG_PIPES)
-    return None if doc is None else [(t.idx, t.text, t.tag_) for t in doc]
+    docs = _run_pieces(text, TAG_PIPES)
+    return None if docs is None else [(start + t.idx, t.text, t.tag_) for start, doc in docs for t in doc]
 
 
 def spacy_entities(text: str) -> list[tuple[str, str]] | None:
@@ -110,8 +158,8 @@ def spacy_entities(text: str) -> list[tuple[str, str]] | None:
     nlp = load_spacy()
     if nlp is None or "ner" not in nlp.pipe_names:
         return None
-    doc = _run(text, NER_PIPES)
-    return None if doc is None else [(e.label_, e.text) for e in doc.ents]
+    docs = _run_pieces(text, NER_PIPES)
+    return None if docs is None else [(e.label_, e.text) for _, doc in docs for e in doc.ents]
 
 
 def spacy_people(text: str) -> list[str] | None:
