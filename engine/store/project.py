@@ -612,6 +612,8 @@ def _check(conn: sqlite3.Connection, path: Path) -> None:
     NotAProjectError, SchemaTooNewError, ProjectDamagedError
     ProjectCorruptError, ProjectColumnsError, StoredValueError
         From the checks of :mod:`engine.store.health` (pages, columns, JSON columns).
+    StoredPathError, StoredLinkError
+        A stored path leads out of the project's ``_files`` folder (:mod:`engine.store.paths`).
     """
     app_id = conn.execute("PRAGMA application_id").fetchone()[0]
     if app_id != APP_ID:
@@ -643,6 +645,9 @@ def _check(conn: sqlite3.Connection, path: Path) -> None:
     health.check_pages(conn, path)
     health.check_columns(conn, path, version)
     health.check_json(conn, path, version)
+    from engine.store.paths import check_stored_paths
+
+    check_stored_paths(conn, path)  # a shared project's model paths may not lead out of its _files folder
 
 
 def _files_dir_of(path: Path) -> Path:

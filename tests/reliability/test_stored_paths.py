@@ -172,10 +172,12 @@ def test_item02_delete_model_with_outside_path_deletes_nothing(tmp_path, trained
 
     victim = make_victim(tmp_path / "victim")
     project = copy_project(trained, tmp_path / "proj")
-    store_path(project, str(victim) if stored == "ABSOLUTE" else stored)
-    before = snapshot(project, root=tmp_path)
-    with Project.open(project) as opened, pytest.raises(StoredPathError) as caught:
-        delete_model(opened, MEMBER)
+    with Project.open(project) as opened:
+        # crafted while open (another process wrote it): opening a project that holds it is refused already
+        store_path(project, str(victim) if stored == "ABSOLUTE" else stored)
+        before = snapshot(project, root=tmp_path)
+        with pytest.raises(StoredPathError) as caught:
+            delete_model(opened, MEMBER)
     assert caught.value.code == "CB150" and "Nothing was read, written or deleted" in caught.value.message
     assert_unchanged(before, snapshot(project, root=tmp_path))
 
@@ -188,10 +190,11 @@ def test_item02_delete_model_through_link_to_outside_deletes_nothing(tmp_path, t
     project = copy_project(trained, tmp_path / "proj")
     member = project.with_name("p_files") / "models" / "d_tiny-distilbert"
     shutil.rmtree(member)
-    member.symlink_to(victim, target_is_directory=True)
-    before = snapshot(project, root=tmp_path)
-    with Project.open(project) as opened, pytest.raises(StoredLinkError) as caught:
-        delete_model(opened, MEMBER)
+    with Project.open(project) as opened:
+        member.symlink_to(victim, target_is_directory=True)  # linked out while open
+        before = snapshot(project, root=tmp_path)
+        with pytest.raises(StoredLinkError) as caught:
+            delete_model(opened, MEMBER)
     assert caught.value.code == "CB151"
     assert_unchanged(before, snapshot(project, root=tmp_path))
 
@@ -279,3 +282,18 @@ def test_item02_safe_remove_removes_a_folder_inside_but_not_what_its_links_point
     assert safe_remove(project, cache) is True
     assert not cache.exists()
     assert before.files == snapshot(project.path, root=victim).files
+
+
+@pytest.mark.parametrize("verb", [("info",), ("export", "d", "out.csv"), ("import", "more.csv", "--name", "more")])
+def test_item02_a_crafted_project_is_refused_on_open_by_every_verb(tmp_path, trained, verb):
+    victim = make_victim(tmp_path / "victim")
+    project = copy_project(trained, tmp_path / "proj")
+    store_path(project, "../../victim")
+    (tmp_path / "more.csv").write_text("text,label\na,pos\nb,neg\n", encoding="utf-8")
+    before = snapshot(project, root=tmp_path)
+    args = [a if a not in ("out.csv", "more.csv") else str(tmp_path / a) for a in verb]
+    done = cli(args[0], str(project), *args[1:])
+    assert done.returncode == 3 and "[CB150]" in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert not (tmp_path / "out.csv").exists()
+    assert_unchanged(before, snapshot(project, root=tmp_path))
+    assert victim.is_dir() and any(victim.iterdir())
