@@ -82,7 +82,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             if window.jobs.is_busy:  # wait for the jobs started above
                 QTimer.singleShot(200, grab)
                 return
-            window.grab().save(str(args.screenshot))
+            from engine.errors import CounterbiasError
+            from engine.io.output import output_path
+
+            project = window.session.project
+            try:
+                with output_path(args.screenshot, project=project.path if project else None,
+                                 what="the screenshot") as part:
+                    if not window.grab().save(str(part), "PNG"):
+                        raise OSError(f"Qt could not write {args.screenshot}")
+            except (CounterbiasError, OSError) as exc:
+                print(f"error: {exc}", file=sys.stderr)
             window.close()
         QTimer.singleShot(1500, grab)
     if args.exit_after is not None:

@@ -120,7 +120,7 @@ class ImportWizard(QDialog):
         self.task_label = QLabel()
         mgrid.addWidget(self.task_label, 3, 0, 1, 4)
 
-        self.name_edit = QLineEdit(placeholderText="default: folder/file name")
+        self.name_edit = QLineEdit(placeholderText="default: from the folder and file name (e.g. sst2-train)")
         self.split_edit = QLineEdit("train")
         self.append_combo = QComboBox()
         self.append_combo.addItem("a new dataset", None)

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from engine.active.errors import DataBuildError
+from engine.io.output import open_output
 
 if TYPE_CHECKING:
     from engine.store import Project
@@ -113,8 +114,7 @@ def build_imdb_fine(source: str | Path, out: str | Path, *, n: int = 500, seed: 
                 text = text[:max_chars].rsplit(" ", 1)[0]
             chosen.append((rid, text, label, rating))
     order = rng.permutation(len(chosen))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with out.open("w", newline="", encoding="utf-8") as f:
+    with open_output(out, newline="", make_parents=True, what="the data file") as f:
         w = csv.writer(f)
         w.writerow(["id", "text", "label", "rating"])
         for i in order:
@@ -161,8 +161,7 @@ def build_cad_nli(cad_nli: str | Path, out: str | Path, *, mode: str = "hypothes
     if n is not None and n < len(rows):
         keep = sorted(int(i) for i in np.random.default_rng(seed).choice(len(rows), size=n, replace=False))
     out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with out.open("w", newline="", encoding="utf-8") as f:
+    with open_output(out, newline="", make_parents=True, what="the data file") as f:
         w = csv.writer(f)
         w.writerow(["id", "text", "label"] if mode == "hypothesis" else ["id", "premise", "hypothesis", "label"])
         for i in keep:

@@ -20,6 +20,7 @@ Exit codes
 3  the input or project is not usable; the message says what to do
 130 cancelled (Ctrl+C)
 143 terminated (SIGTERM): handled like Ctrl+C, so a recorded run is stored ``cancelled`` before the exit
+141 stdout's reader closed the pipe early (``... | head``): nothing more is printed
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ from engine.progress import CancelToken
 __all__ = ["build_parser", "main"]
 
 EPILOG = """exit codes: 0 success, 1 internal error, 2 usage error, 3 unusable input or project
-(the message says what to do), 130 cancelled (Ctrl+C), 143 terminated (SIGTERM).  Progress goes to stderr, results to stdout."""
+(the message says what to do), 130 cancelled (Ctrl+C), 143 terminated (SIGTERM), 141 output pipe closed early.  Progress goes to stderr, results to stdout."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -66,6 +67,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 #: Exit code after SIGTERM (128 + the signal's number, as shells report it).
 EXIT_TERMINATED = 128 + int(signal.SIGTERM)
+#: Exit code when stdout's reader closed the pipe early (128 + SIGPIPE, as shells report it).
+EXIT_BROKEN_PIPE = 141
+
+
+def _silence_stdout() -> None:
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
 
 
 class _Sigterm:
@@ -112,6 +126,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (Cancelled, KeyboardInterrupt):
         print("terminated" if sigterm.received else "cancelled", file=sys.stderr)
         return EXIT_TERMINATED if sigterm.received else EXIT_CANCELLED
+    except BrokenPipeError:
+        # the reader of stdout went away (``counterbias info P | head``): stop quietly, as a program killed by
+        # SIGPIPE would; stdout is pointed at /dev/null so that flushing it at exit cannot fail again
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
     except Exception:  # a bug: show everything
         import traceback
 

@@ -30,6 +30,7 @@ import json
 import math
 import random
 import re
+import shlex
 import shutil
 import time
 from collections.abc import Sequence
@@ -635,7 +636,7 @@ def trained_retriever(project: Project, name: str) -> Path:
     if not (folder / RECORD).is_file():
         known = sorted(p.name for p in folder.parent.iterdir() if (p / RECORD).is_file())
         raise RetrieverNotFoundError(f"No trained retriever {name!r} in this project.",
-                                     f"Train it with 'counterbias train-retriever PROJECT {name} --pairs FILE'"
+                                     f"Train it with: counterbias train-retriever PROJECT {shlex.quote(name)} --pairs FILE"
                                      + (f", or use one of: {', '.join(known)}." if known else "."))
     return folder
 

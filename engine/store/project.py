@@ -365,7 +365,14 @@ class Project:
         return DatasetInfo.from_row(rows[0])
 
     def unique_dataset_name(self, base: str) -> str:
-        """``base``, or ``base (2)``, ``base (3)``… whichever is free (also of imports under way)."""
+        """``base``, or ``base (2)``, ``base (3)``… whichever is free (also of imports under way).
+
+        ``base`` is first made an allowed name (:func:`engine.store.names.default_name`): a name derived
+        from one stored before the naming rules ("sst2/train (z-filtered)") gets ``-`` for ``/``.
+        """
+        from engine.store.names import default_name
+
+        base = default_name(base)
         taken = {r["name"] for r in self.db.query("SELECT name FROM datasets")}
         if base not in taken:
             return base
@@ -375,7 +382,11 @@ class Project:
         return f"{base} ({n})"
 
     def check_name_free(self, name: str) -> None:
-        """Raise :class:`DatasetNameTakenError` if a dataset (or an import under way) is called ``name``."""
+        """Raise :class:`DatasetNameTakenError` if a dataset (or an import under way) is called ``name``, and
+        :class:`~engine.errors.DatasetNameError` if no new dataset may be called so (:mod:`engine.store.names`)."""
+        from engine.store.names import check_dataset_name
+
+        check_dataset_name(name)
         row = self.db.execute("SELECT state FROM datasets WHERE name = ?", [name]).fetchone()
         if row and row[0] == "importing":
             raise DatasetNameTakenError(

@@ -90,3 +90,26 @@ def test_item14_thai_words_keep_their_combining_marks(text):
 def test_item14_other_scripts_still_segment_as_before():
     assert [w.text for w in segment("café cafe\u0301 नमस्ते didn't 1️⃣ 👍🏽")] == [
         "café", "cafe\u0301", "नमस्ते", "didn't", "1️⃣", "👍🏽"]
+
+
+def test_item14_output_pipe_closed_early_ends_quietly(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from tests.reliability.storage_fs import REPO
+
+    project = tmp_path / "p.cbproj"
+    assert cli("init", str(project)).returncode == 0
+    for i in range(3):
+        assert cli("import", str(project), str(_csv(tmp_path)), "--name", f"d{i}").returncode == 0
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the first line is printed (`info P | head -0`)
+    try:
+        done = subprocess.run([sys.executable, "-m", "engine", "-q", "info", str(project)], stdout=write,
+                              stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO)},
+                              timeout=120)
+    finally:
+        os.close(write)
+    assert done.returncode == 141, done.stderr
+    assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr, done.stderr

@@ -121,3 +121,24 @@ def test_item13_member_prefix_error_of_an_old_slash_name_mentions_prefix(tmp_pat
     _refused(done, "CB504")
     assert "--prefix" in done.stderr
     assert_unchanged(before, snapshot(project, root=tmp_path))
+
+
+def test_item13_derived_names_of_an_old_slash_name_are_made_allowed(tmp_path):
+    path = _project(tmp_path)
+    with Project.open(path) as project:
+        src = tmp_path / "d.csv"
+        src.write_text("text,label\ngood,pos\nbad,neg\n", encoding="utf-8")
+        ds = import_file(project, src, options=ImportOptions(name="d")).dataset
+    _rename_stored(path, ds.id, "sst2/train")
+    with Project.open(path) as project:
+        derived = project.unique_dataset_name("sst2/train (z-filtered)")
+        assert derived == "sst2-train (z-filtered)"
+        project.check_name_free(derived)  # a name a new dataset may have
+
+
+@pytest.mark.parametrize("name", ["a/b", "12", "red\x1b[31m"])
+def test_item13_every_new_dataset_name_is_checked(project, name):
+    # check_name_free is what augment, z-filter and presets call before they create a dataset
+    with pytest.raises(DatasetNameError) as caught:
+        project.check_name_free(name)
+    assert caught.value.code == "CB106"

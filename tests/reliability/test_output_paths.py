@@ -300,3 +300,16 @@ def test_item01_simulation_writers_refuse_the_project(proj, tmp_path):
         with pytest.raises((OutputIsProjectError, OutputInProjectFolderError)):
             result.plot(target, project=proj)
     assert_unchanged(before, snapshot(proj, root=tmp_path))
+
+
+def test_item01_al_data_files_refuse_the_project(proj, tmp_path, shared_data):
+    """The active-learning data builders write their CSV through the same guard."""
+    from engine.active.datasets import build_cad_nli
+
+    before = snapshot(proj, root=tmp_path)
+    for target in (proj, tmp_path / "p_files" / "cad.csv"):
+        with pytest.raises((OutputIsProjectError, OutputInProjectFolderError)):
+            build_cad_nli(shared_data / "cad" / "NLI", target, n=5)
+    assert_unchanged(before, snapshot(proj, root=tmp_path))
+    out = build_cad_nli(shared_data / "cad" / "NLI", tmp_path / "cad.csv", n=5)
+    assert out.read_text(encoding="utf-8").startswith("id,text,label")
