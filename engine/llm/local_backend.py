@@ -71,6 +71,7 @@ to free memory); otherwise it runs on the CPU (``n_gpu_layers = 0``). Option
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
@@ -95,6 +96,8 @@ from engine.llm.gguf import get_spec, model_path
 from engine.llm.guard import check_prompt
 from engine.llm.registry import register_backend
 from engine.progress import CancelToken, ProgressFn, ensure_token, no_progress
+
+log = logging.getLogger(__name__)
 
 #: Context length of one slot (tokens).
 DEFAULT_N_CTX = 4096
@@ -356,12 +359,28 @@ def load_server(
                               int(n_gpu_layers))
     p = build_params(xllamacpp, gguf, settings, alias=alias, port=port, host=host, api_key=api_key)
     try:
-        return xllamacpp.Server(p)
+        server = xllamacpp.Server(p)
     except Exception as exc:
         raise ModelFileError(
             f"The model file {gguf.name} could not be loaded ({type(exc).__name__}: {exc}).",
             "Check free memory, and reinstall the model packages if the file is damaged.",
         ) from exc
+    _wait_until_serving(server)
+    return server
+
+
+def _wait_until_serving(server: Any) -> None:
+    """Return once ``server``'s loop answers (a one-token completion).
+
+    An ``xllamacpp.Server`` freed while its loop is still starting never returns from its destructor
+    (seen in 3 of 5 tries freeing one at once after loading it): the thread-count switch and closing a
+    backend that has not answered yet would hang. The completion goes through that loop, so once it is
+    answered the server can be freed.
+    """
+    try:
+        server.handle_completions({"prompt": " ", "max_tokens": 1, "temperature": 0.0})
+    except Exception:  # noqa: BLE001 - a server that cannot complete fails on its first real request, by name
+        log.debug("the readiness completion failed", exc_info=True)
 
 
 @register_backend("local")

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from types import SimpleNamespace
 
 import pytest
@@ -12,6 +15,7 @@ from engine.llm.config import LLMConfig
 from engine.llm.cpu_threads import SETTLED_S, LoadSampler, ThreadGovernor, cpu_cores
 from engine.llm.local_backend import LocalBackend
 from engine.progress import CancelToken
+from tests.conftest import REPO
 from tests.engine.llm.conftest import SMOL, require_smollm2
 
 
@@ -237,3 +241,18 @@ def test_a_batch_cancelled_with_a_switch_pending_stops_without_loading_the_model
         assert isinstance(out[0], ChatResult) and backend.threads_now == g.safe  # made at the next batch
     finally:
         backend.close()
+
+
+def test_a_model_freed_at_once_after_loading_is_freed(tmp_path):
+    """xllamacpp's server, freed while its loop was still starting, never returned from its destructor (3 of
+    5 tries): a thread-count switch before the first request, or a backend closed before it answered, hung."""
+    require_smollm2()
+    script = ("from engine.llm.local_backend import load_server, model_path\n"
+              "p = model_path('smollm2-135m')\n"
+              "for _ in range(4):\n"
+              "    s = load_server(p, n_ctx=256, n_threads=1)\n"
+              "    s = None\n"
+              "print('freed')\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "COUNTERBIAS_HOME": str(tmp_path)}, cwd=REPO)
+    assert done.returncode == 0 and done.stdout.strip().endswith("freed"), done.stderr[-2000:]
