@@ -159,24 +159,20 @@ class ImportanceController(PanelController):
         if dataset is None:
             return None
         config = default_ensemble(f"{dataset.name}:", backbones=backbones, preset=preset)
-        self.panel.set_training(True)
-        # Train with another preset = replace those members (a member with the same settings is reused;
-        # a replaced member's attributions are deleted with it).
-        job = self.jobs.start(train_ensemble, self.session.project, dataset.id, config, overwrite=True,
-                              title=f"Train {len(backbones)} members on {dataset.name}", kind="train")
-        self._train_job, self._train_job_names, self._train_dataset_id = job, config.names, dataset.id
-        self._show_members()
 
         def ended(*_: Any) -> None:
             # members finished before a cancel or a failure are stored: show what exists
             if self._train_job is job:
                 self._train_job = None
-            self.panel.set_training(False)
             self.dataset_changed(self.session.dataset)
 
-        job.on_finished(ended)
-        job.on_failed(ended)
-        job.on_cancelled(ended)
+        # Train with another preset = replace those members (a member with the same settings is reused;
+        # a replaced member's attributions are deleted with it).
+        job = self.run_job(train_ensemble, self.session.project, dataset.id, config, overwrite=True,
+                           title=f"Train {len(backbones)} members on {dataset.name}", kind="train",
+                           busy=self.panel.set_training, done=ended, failed=ended, cancelled=ended)
+        self._train_job, self._train_job_names, self._train_dataset_id = job, config.names, dataset.id
+        self._show_members()
         return job
 
     def explain(self, scope: str = "selection") -> Job | None:
@@ -196,25 +192,20 @@ class ImportanceController(PanelController):
                 return None
         settings = self.panel.vote_settings()
         methods = self._method_settings(self.panel.methods())
-        self.panel.set_explaining(True)
-        job = self.jobs.start(
-            find_principal_words, self.session.project, dataset.id, [m.name for m in members],
-            methods=methods, vote=settings, wordlists=("gender",) if self.panel.gender.isChecked() else (),
-            user_words=self.panel.user_word_list(), example_ids=ids,
-            title=f"Explain {len(ids) if ids else dataset.row_count:,} examples", kind="explain",
-        )
 
         def done(run: Any) -> None:
-            self.panel.set_explaining(False)
             self.vote_set_id = run.vote_set_id
             self.method_settings = dict(methods)
             self.panel.show_summary(run.summary.principal, run.summary.spurious, self._max_z())
             self.refresh_example()
 
-        job.on_finished(done)
-        job.on_failed(lambda exc, tb: self.panel.set_explaining(False))
-        job.on_cancelled(lambda: self.panel.set_explaining(False))
-        return job
+        return self.run_job(
+            find_principal_words, self.session.project, dataset.id, [m.name for m in members],
+            methods=methods, vote=settings, wordlists=("gender",) if self.panel.gender.isChecked() else (),
+            user_words=self.panel.user_word_list(), example_ids=ids,
+            title=f"Explain {len(ids) if ids else dataset.row_count:,} examples", kind="explain",
+            busy=self.panel.set_explaining, done=done,
+        )
 
     def _method_settings(self, methods: list[str]) -> dict[str, Any]:
         """Settings per method: the shown vote's (its cached scores are reused), else the device's default budget —

@@ -82,10 +82,6 @@ class ProjectController(PanelController):
 
         With a ``wizard``, a failure is shown in it (in place), not in a message box.
         """
-        job = self.jobs.start(import_file, self.session.project, request.path, request.mapping,
-                              request.read_options, request.options, title=f"Import {request.path.name}",
-                              kind="import", report_errors=wizard is None)
-
         def done(result) -> None:
             self.session.refresh_datasets(select=result.dataset.id)
             warned = f" — {len(result.warnings)} warning(s)" if result.warnings else ""
@@ -97,11 +93,11 @@ class ProjectController(PanelController):
                 self.warnings_box = show_import_warnings(self.panel.window(), result.dataset.name,
                                                          result.warnings)
 
-        job.on_finished(done)
-        if wizard is not None:
-            job.on_failed(lambda exc, tb: wizard.show_error(exc))
-            job.on_cancelled(lambda: wizard.set_busy(False))
-        return job
+        return self.run_job(import_file, self.session.project, request.path, request.mapping, request.read_options,
+                            request.options, title=f"Import {request.path.name}", kind="import",
+                            busy=wizard.set_busy if wizard is not None else False, done=done,
+                            failed=(lambda exc, tb: wizard.show_error(exc)) if wizard is not None else None,
+                            show_errors=wizard is None)
 
     def export_dialog(self) -> Job | None:
         """Ask for a file and export the current dataset version there."""

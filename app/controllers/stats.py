@@ -44,9 +44,6 @@ class StatsController(PanelController):
         if dataset is None or project is None:
             return None
         config = config or self.panel.config()
-        self.panel.set_busy(True)
-        job = self.jobs.start(analyse_pair, project, dataset.id, compare_id, config,
-                              title=f"Statistics of {dataset.name}", kind="stats", when_busy="cancel")
 
         def done(result: tuple[DatasetStats, DatasetStats | None]) -> None:
             self.current, self.compared = result
@@ -54,13 +51,9 @@ class StatsController(PanelController):
             if self.session.dataset is not None and self.session.dataset.id == dataset.id:
                 self.panel.show_stats(self.current.result, self.compared.result if self.compared else None,
                                       dataset_id=dataset.id)
-            else:
-                self.panel.set_busy(False)
 
-        job.on_finished(done)
-        job.on_failed(lambda exc, tb: self.panel.set_busy(False))
-        job.on_cancelled(lambda: self.panel.set_busy(False))
-        return job
+        return self.run_job(analyse_pair, project, dataset.id, compare_id, config, done=done,
+                            title=f"Statistics of {dataset.name}", kind="stats", when_busy="cancel")
 
     def show_feature_examples(self, feature: str, label: str) -> None:
         """Ask for the examples holding ``feature`` to be listed."""

@@ -22,12 +22,16 @@ if TYPE_CHECKING:
     from engine.llm.triple_format import Triple
     from engine.store.project import Project
 
-__all__ = ["CandidateState", "ExampleTriples", "ReviewError", "STATUSES", "SentenceTriples", "candidate_rows",
-           "edit_distance", "example_triples", "load_candidate", "set_decision", "token_usage"]
+__all__ = ["CandidateState", "ExampleTriples", "ORIGINAL_FIELDS", "ReviewError", "STATUSES", "SentenceTriples",
+           "candidate_rows", "candidate_rows_with_originals", "edit_distance", "example_triples", "load_candidate",
+           "set_decision", "token_usage", "with_originals"]
 
 #: Review states of a candidate (``failed`` ones cannot be decided on).
 STATUSES = ("proposed", "accepted", "rejected")
 _DECISION = {"accepted": "accept", "rejected": "reject", "proposed": "undo"}
+
+#: The text fields of an example that a candidate's ``original`` holds (``None`` where the example has none).
+ORIGINAL_FIELDS = ("text", "premise", "hypothesis")
 
 
 class ReviewError(CounterbiasError):
@@ -105,6 +109,29 @@ def edit_distance(candidate: dict[str, Any], original: dict[str, Any]) -> float 
     if candidate.get("status") == "failed" or text is None:
         return None
     return round(word_edit_distance(original.get(field) or "", text), 4)
+
+
+def with_originals(project: Project, rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Candidate rows joined with their originals, for the review's diffs, in the same order.
+
+    Each row gains ``original`` (its example's :data:`ORIGINAL_FIELDS`), ``original_label`` and
+    ``edit_distance`` (:func:`edit_distance`, following the analyst's edits). A row whose example
+    is gone gets ``None`` for each.
+    """
+    ids = sorted({int(r["example_id"]) for r in rows})
+    examples = {int(e["id"]): e for e in project.examples(ids)}
+    out = []
+    for r in rows:
+        ex = examples.get(int(r["example_id"]), {})
+        original = {f: ex.get(f) for f in ORIGINAL_FIELDS}
+        out.append({**r, "original": original, "original_label": ex.get("label"),
+                    "edit_distance": edit_distance(r, original)})
+    return out
+
+
+def candidate_rows_with_originals(project: Project, dataset_id: int) -> list[dict[str, Any]]:
+    """A dataset's candidates (:func:`candidate_rows`) joined with their originals (:func:`with_originals`)."""
+    return with_originals(project, candidate_rows(project, dataset_id=dataset_id))
 
 
 def set_decision(project: Project, candidate_id: int, status: str, text: str | None = None) -> CandidateState:

@@ -27,7 +27,7 @@ import hashlib
 import json
 import sqlite3
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from engine.store.project import Project
 
 __all__ = ["CandidateFilter", "released_words", "dataset_rating_sides", "dataset_vocabulary", "ensemble_labels", "flip_rates",
-           "judge_candidates"]
+           "judge_candidates", "judge_members", "judged_by"]
 
 
 #: Checks every accept rule requires by default besides the flip, spurious-word and agreement checks.
@@ -157,6 +157,46 @@ def released_words(meta: dict[str, Any]) -> set[str]:
     the original label (edit mode, ``edit_opinion``)."""
     return {str(w).lower() for f in meta.get("fields") or [] for e in f.get("edits") or []
             for w in e.get("released") or []}
+
+
+def judged_by(candidate: Mapping[str, Any]) -> list[str]:
+    """The members whose readings a candidate's stored scores hold (``scores.judge.members``), in their order.
+
+    >>> judged_by({"scores": {"judge": {"members": {"a": {}, "b": {}}}}})
+    ['a', 'b']
+    >>> judged_by({"scores": {}}), judged_by({})
+    ([], [])
+    """
+    return list(((candidate.get("scores") or {}).get("judge") or {}).get("members") or {})
+
+
+def judge_members(project: Project, dataset_id: int | None, candidates: Iterable[Mapping[str, Any]] = (), *,
+                  voted: Sequence[str] | None = None) -> list[str]:
+    """The members that judge a dataset's candidates (again), by name, without repeats.
+
+    The members that judged the first of ``candidates`` judged by any (:func:`judged_by`), then the
+    dataset's default judges (:func:`~engine.attribution.explainers.default_judges`, given ``voted``):
+    a member stored after the candidates were made — one still training then — judges them too.
+    Only members still stored are named.
+
+    Parameters
+    ----------
+    project
+        The open project.
+    dataset_id
+        The dataset the candidates belong to (``None``: no default judges).
+    candidates
+        Candidate rows (with decoded ``scores``), e.g. the ones the review lists.
+    voted
+        The members of the vote the candidates come from, when the caller knows it.
+    """
+    from engine.attribution import explainers
+    from engine.models.store import list_models
+
+    judged = next((members for members in map(judged_by, candidates) if members), [])
+    defaults = explainers.default_judges(project, int(dataset_id), voted) if dataset_id is not None else []
+    stored = {m.name for m in list_models(project)}
+    return [m for m in dict.fromkeys([*judged, *defaults]) if m in stored]
 
 
 def judge_candidates(

@@ -71,3 +71,62 @@ def test_decide_undo_and_augment(voted_project, stub):
     best = judge_candidates(project, [cid], list(members), criteria=CandidateFilter(agreement="best"))[cid]
     assert best["verdicts"]["member-agreement"]["status"] in ("pass", "fail")
     assert "most accurate member" in best["verdicts"]["member-agreement"]["reason"]
+
+
+def test_candidates_with_their_originals(voted_project, stub):
+    """Each listed candidate carries its example's fields, label and the edit distance of its current text."""
+    from engine.counterbias.review import candidate_rows_with_originals, edit_distance, with_originals
+
+    server = stub(reply=scripted_reply)
+    project = voted_project
+    dataset = project.dataset("reviews")
+    config = LLMConfig(backend="openai", model="stub", base_url=server.base_url)
+    generate_counterbias(project, dataset.id, None, config, settings=GenerateSettings(drop_prob=0.0))
+    rows = candidate_rows(project, dataset_id=dataset.id)
+    joined = candidate_rows_with_originals(project, dataset.id)
+    assert [r["id"] for r in joined] == [r["id"] for r in rows]
+    examples = {e["id"]: e for e in project.examples([r["example_id"] for r in rows])}
+    for row, out in zip(rows, joined, strict=True):
+        example = examples[row["example_id"]]
+        assert out["original"] == {"text": example["text"], "premise": None, "hypothesis": None}
+        assert out["original_label"] == example["label"]
+        assert out["edit_distance"] == edit_distance(row, out["original"])
+        assert {k: out[k] for k in row} == row  # the candidate's own fields are kept
+    love = next(r for r in joined if r["original"]["text"] == "I love the movie.")
+    assert love["text"] == "I hate the movie." and 0.0 < love["edit_distance"] <= 1.0
+
+    # the distance follows the analyst's edit; a failed candidate has none; an unknown example joins to nothing
+    set_decision(project, love["id"], "accepted", text="I love the movie.")
+    edited = with_originals(project, candidate_rows(project, example_ids=[love["example_id"]]))
+    assert next(r for r in edited if r["id"] == love["id"])["edit_distance"] == 0.0
+    assert with_originals(project, [{**love, "status": "failed"}])[0]["edit_distance"] is None
+    gone = with_originals(project, [{**love, "example_id": 10**6}])[0]
+    assert gone["original"] == {"text": None, "premise": None, "hypothesis": None} and gone["original_label"] is None
+    assert with_originals(project, []) == []
+
+
+def test_judge_members_of_listed_candidates(voted_project, monkeypatch):
+    """Who judges candidates again: the members that judged them, then the default judges, only those stored."""
+    from engine.attribution import explainers
+    from engine.counterbias.verify import judge_members, judged_by
+
+    project = voted_project
+    dataset = project.dataset("reviews")
+    stored = ["r:tiny-distilbert", "r:tiny-roberta", "r:tiny-mpnet"]
+    assert judge_members(project, dataset.id) == explainers.default_judges(project, dataset.id) == stored
+
+    def judged(*names):
+        return {"scores": {"judge": {"members": {n: {"predicted": "Positive"} for n in names}}}}
+
+    # the first candidate judged by any sets the order; a name no longer stored is left out
+    listed = [{"scores": {}}, judged("r:tiny-mpnet", "r:gone"), judged("r:tiny-roberta")]
+    assert judged_by(listed[1]) == ["r:tiny-mpnet", "r:gone"] and judged_by(listed[0]) == []
+    assert judge_members(project, dataset.id, listed) == ["r:tiny-mpnet", "r:tiny-distilbert", "r:tiny-roberta"]
+    # without a dataset: only the members that judged them
+    assert judge_members(project, None, listed) == ["r:tiny-mpnet"]
+    # the default judges come from explainers.default_judges (a member stored since judges too), with ``voted``
+    seen = []
+    monkeypatch.setattr(explainers, "default_judges",
+                        lambda project, dataset_id, voted=None: seen.append(voted) or [*stored[::-1], "r:missing"])
+    assert judge_members(project, dataset.id, voted=["r:tiny-roberta"]) == stored[::-1]
+    assert seen == [["r:tiny-roberta"]]
