@@ -229,9 +229,9 @@ CUES, CUE_Z = 2, 2.5
 def cue_words(sentence: str, z: dict[str, float], keep: Sequence[str] = ()) -> list[str]:
     """The words of a sentence without a principal word that most carry its label (word z-statistics).
 
-    A sentence edited because the members read it as the original label (``edit_polar``) named no
-    word to change, and the small model often sent it back unchanged ("This movie is just a waste
-    of time - Run away!"). Words to keep (spurious, gendered) are never named.
+    Named to change in a sentence edited because the reader reads it as the original label (``edit_polar``), which
+    would otherwise name no word. At most :data:`CUES` words with z >= :data:`CUE_Z`, strongest first; words to keep
+    (spurious, gendered) are never named.
 
     Examples
     --------
