@@ -190,7 +190,7 @@ def measure_filters(args: argparse.Namespace, rows: dict[int, dict], cands: list
     print(f"judge: {what}, accuracy on the {len(originals)} originals {accuracy / len(originals):.3f} "
           f"(chance {chance:.2f})")
 
-    from engine.counterbias.generate import clean_reconstruction
+    from engine.generation.reconstruct import clean_reconstruction
 
     items = []
     cannot = phrase_failures = 0

@@ -117,8 +117,8 @@ class GenerationController(PanelController):
 
     # ------------------------------------------------------------------ generation
     def generate(self, scope: str = "selection") -> Job | None:
-        """Run :func:`~engine.counterbias.generate.generate_counterbias` on the selection or all, as a job."""
-        from engine.counterbias import generate_counterbias
+        """Run :func:`~engine.generation.generate_counterbias` on the selection or all, as a job."""
+        from engine.generation import generate_counterbias
 
         dataset, project = self.session.dataset, self.session.project
         if dataset is None or project is None:

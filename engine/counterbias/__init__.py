@@ -1,10 +1,12 @@
 """CoBA counterbias generation: manipulate triples, rewrite, reconstruct, judge, review, augment.
 
 Importing this package is cheap: the LLM client, spaCy and torch are imported where used.
+Generation itself is :mod:`engine.generation`; its entry points are re-exported here, imported on first use.
 """
 
+from typing import Any
+
 from engine.counterbias.augment import AugmentResult, NothingAcceptedError, build_augmented_dataset
-from engine.counterbias.generate import GenerateResult, clean_reconstruction, generate_counterbias
 from engine.counterbias.review import CandidateState, ReviewError, candidate_rows, load_candidate, restore, set_decision
 from engine.counterbias.settings import GenerateSettings, GenerationConfigError, targets_for
 from engine.counterbias.verify import CandidateFilter, flip_rates, judge_candidates
@@ -29,3 +31,13 @@ __all__ = [
     "set_decision",
     "targets_for",
 ]
+
+_GENERATION = ("GenerateResult", "clean_reconstruction", "generate_counterbias")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _GENERATION:  # imported on first use: engine.generation imports modules of this package
+        import engine.generation
+
+        return getattr(engine.generation, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -195,7 +195,7 @@ def generate_guided(
     Cancelled
         Finished chunks are stored.
     """
-    from engine.counterbias.generate import _rate
+    from engine.generation.job import rate_text
     from engine.counterbias.leak import LEAK_SOURCES
     from engine.counterbias.leak import LeakGuard
     from engine.counterbias.settings import GenerateSettings
@@ -280,7 +280,7 @@ def generate_guided(
             result.failed.extend(failed)
             finished = start + len(part)
             gen_progress(finished / max(len(todo), 1),
-                         f"{method}: {finished}/{len(todo)} candidates{_rate(finished, t0, len(todo))}")
+                         f"{method}: {finished}/{len(todo)} candidates{rate_text(finished, t0, len(todo))}")
         if result.created:
             judge_candidates(project, result.created, list(judge), progress=scaled(progress, 0.9, 1.0), cancel=token)
         result.seconds = time.perf_counter() - started
@@ -335,7 +335,7 @@ def premise_problem(text: str, original: str, premise: str | None) -> str | None
 def _read(answer: Any, example: Mapping[str, Any], edited: str, labels: Sequence[str], guard: Any,
           chat_result: type) -> dict[str, Any]:
     """An answer editing ``example[edited]`` as ``{"text", "raw", "problem", "retriable_by_repair", "error"}``."""
-    from engine.counterbias.generate import clean_reconstruction
+    from engine.generation.reconstruct import clean_reconstruction
 
     if not isinstance(answer, chat_result):
         return {"problem": f"{answer.code} {answer.message}", "error": {

@@ -13,7 +13,7 @@ The answer is untrusted data (:func:`parse_replacement`): one line of at most
 :data:`MAX_REPLACEMENT_WORDS` words (and not much longer than the phrase), not the phrase itself,
 quotes and an ``Answer:`` prefix stripped; anything else is no replacement. The swapped sentence then
 passes the same checks as any edit, and replaces what the sentence had only when the sentence reader
-reads it more as the target (:func:`engine.counterbias.generate` records it in the edit's ``swapped``).
+reads it more as the target (edit mode records it in the edit's ``swapped``).
 
 Measured on the 42 sentences of 28 CAD dev reviews (seed 34) that still read as the original label after every
 edit by the bundled 1.5B model and had marked opinion words: 16 read as the target after the swap ("a waste of

@@ -28,7 +28,7 @@ with a reminder, and a second unusable answer is no verdict.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeGuard, runtime_checkable
 
 from engine.errors import CounterbiasError
 from engine.registry import Registry
@@ -38,8 +38,42 @@ if TYPE_CHECKING:
     from engine.progress import CancelToken, ProgressFn
     from engine.store.project import Project
 
-__all__ = ["LLMAsker", "LLMReader", "MIN_WORDS_MEMBERS", "SENTENCE_READERS", "UnknownReaderError", "create_reader", "members_polar", "none_word",
-           "residual_sentences"]
+__all__ = ["LLMAsker", "LLMReader", "MIN_WORDS_MEMBERS", "READER_PROMPTS", "SENTENCE_READERS", "ReadsAhead",
+           "SentenceReader", "UnknownReaderError", "create_reader", "members_polar", "none_word", "reads_ahead",
+           "residual_sentences", "shortest_read"]
+
+
+class SentenceReader(Protocol):
+    """A reader: ``reader(sentences, label) -> [how much each reads as label]`` (NaN: no verdict)."""
+
+    def __call__(self, sentences: Sequence[str], label: str) -> list[float]: ...
+
+
+@runtime_checkable
+class ReadsAhead(Protocol):
+    """A reader that reads a batch of sentences ahead of its calls (:meth:`read`, answers kept), says which sentences
+    it could not read (:meth:`failure_for`), and whether its reading makes the ``residual`` check: :class:`LLMReader`.
+    A reader without these (the members' reading) is a plain :class:`SentenceReader`."""
+
+    checks_residual: bool
+    min_words: int
+
+    def __call__(self, sentences: Sequence[str], label: str) -> list[float]: ...
+
+    def read(self, sentences: Sequence[str], progress: ProgressFn | None = None) -> list[str | None]: ...
+
+    def failure_for(self, sentences: Sequence[str]) -> Any: ...
+
+
+def reads_ahead(reader: Any) -> TypeGuard[ReadsAhead]:
+    """Whether ``reader`` is a :class:`ReadsAhead` reader."""
+    return isinstance(reader, ReadsAhead)
+
+
+def shortest_read(reader: Any) -> int:
+    """The fewest words of a sentence the reader's reading chooses for an edit (:data:`MIN_WORDS_MEMBERS` unless the
+    reader says otherwise)."""
+    return reader.min_words if reads_ahead(reader) else MIN_WORDS_MEMBERS
 
 
 class UnknownReaderError(CounterbiasError):
@@ -218,6 +252,9 @@ def _members(project: Project, client: CachedClient, members: Sequence[str], lab
     """The judge members' mean probability (``None`` without single-text members: no reading)."""
     return members_polar(project, members, cancel) if members else None
 
+
+#: The prompts each reader of :data:`SENTENCE_READERS` sends (recorded in a run's parameters).
+READER_PROMPTS: dict[str, tuple[str, ...]] = {"llm": ("read_sentence",), "members": ()}
 
 #: ``name -> factory(project, client, members, labels, task, cancel) -> polar callable or None``.
 SENTENCE_READERS: Registry[Any] = Registry("sentence reader", UnknownReaderError,

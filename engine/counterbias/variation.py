@@ -214,7 +214,7 @@ def generate_variations(
     Cancelled
         Finished chunks are stored.
     """
-    from engine.counterbias.generate import _rate
+    from engine.generation.job import rate_text
     from engine.counterbias.guided import _read, wanted_label
     from engine.counterbias.leak import LEAK_SOURCES, LeakGuard
     from engine.counterbias.settings import GenerateSettings
@@ -333,7 +333,7 @@ def generate_variations(
             result.failed.extend(failed)
             finished = start + len(part)
             gen_progress(finished / max(len(todo), 1),
-                         f"vt: {finished}/{len(todo)} counterfactuals{_rate(finished, t0, len(todo))}")
+                         f"vt: {finished}/{len(todo)} counterfactuals{rate_text(finished, t0, len(todo))}")
         if result.created:
             judge_candidates(project, result.created, list(judge), progress=scaled(progress, 0.9, 1.0), cancel=token)
         result.seconds = time.perf_counter() - started

@@ -77,10 +77,12 @@ def test_an_edit_leaning_away_from_the_target_is_refused():
 
 
 def test_unmoved_edits_are_the_flat_and_the_backward_ones():
-    """``_unmoved`` on hand-made readings: flat and below 0.5 → repair; fallen by more than WRONG_WAY → repair
+    """``unmoved`` on hand-made readings: flat and below 0.5 → repair; fallen by more than WRONG_WAY → repair
     even above 0.5 ("joy" → "sorrow" in a sentence the members still read as the target); risen → kept."""
     from engine.counterbias.edit import SentenceEdit
-    from engine.counterbias.generate import FieldPlan, Slot, _unmoved
+    from engine.generation.edit.first import unmoved
+    from engine.generation.edit.state import edit_key
+    from engine.generation.plan import FieldPlan, Slot
 
     reading = {"much joy": 0.91, "much sorrow": 0.62, "tired cast": 0.2, "weary cast": 0.22, "lively cast": 0.7}
 
@@ -93,16 +95,17 @@ def test_unmoved_edits_are_the_flat_and_the_backward_ones():
     edits = [SentenceEdit(0, "How much joy.", "How much joy.", ["joy"], [], answer="How much sorrow."),
              SentenceEdit(1, "A tired cast.", "A tired cast.", ["tired"], [], answer="A weary cast."),
              SentenceEdit(2, "A tired cast!", "A tired cast!", ["tired"], [], answer="A lively cast!")]
-    found = _unmoved([(slot, plan, e) for e in edits], polar, 0.25)
-    assert set(found) == {id(edits[0]), id(edits[1])}
-    assert found[id(edits[0])][0].startswith('It reads less as Positive than the sentence did. "sorrow" point away')
-    assert found[id(edits[1])][0].startswith('It still reads as Negative. "weary" mean much the same as "tired".')
-    assert found[id(edits[0])][1] == 0.91
-    assert _unmoved([(slot, plan, e) for e in edits], polar, 0.0) == {}
+    found = unmoved([(slot, plan, e) for e in edits], polar, 0.25)
+    keys = [edit_key(slot, plan, e) for e in edits]
+    assert set(found) == {keys[0], keys[1]}
+    assert found[keys[0]][0].startswith('It reads less as Positive than the sentence did. "sorrow" point away')
+    assert found[keys[1]][0].startswith('It still reads as Negative. "weary" mean much the same as "tired".')
+    assert found[keys[0]][1] == 0.91
+    assert unmoved([(slot, plan, e) for e in edits], polar, 0.0) == {}
 
 
 def test_a_sentence_without_a_principal_word_names_its_label_words_but_never_a_kept_one():
-    from engine.counterbias.generate import _cue_words
+    from engine.generation.edit.select import cue_words as _cue_words
 
     z = {"waste": 8.7, "dull": 4.7, "plot": 5.0, "time": 1.0, "just": 3.3}
     assert _cue_words("This movie is just a waste of time - Run away!", z) == ["waste", "just"]

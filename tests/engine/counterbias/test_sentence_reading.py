@@ -73,10 +73,12 @@ def test_readers_are_registered_by_name_and_settings_refuse_unknown_ones():
 
 
 def test_the_doctests_hold():
-    from engine.counterbias import generate, opinion_words, phrase_swap
+    from engine.counterbias import opinion_words, phrase_swap
+    from engine.generation import reconstruct
+    from engine.generation.edit import select
     from engine.llm import label_answer
 
-    for module in (sentence_reading, label_answer, opinion_words, phrase_swap, generate):
+    for module in (sentence_reading, label_answer, opinion_words, phrase_swap, reconstruct, select):
         assert doctest.testmod(module).failed == 0
 
 
