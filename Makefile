@@ -2,13 +2,14 @@
 #   make run    set up .venv if needed, then start the GUI on the bundled demo project
 #   make test   set up .venv if needed, then check the import contracts, build the docs and run every test
 #   make docs   install the docs extra into .venv and build the documentation into site/ (strict, offline)
+#   make check  the import contracts and a fast subset of the tests (no models, no GUI, no subprocesses), for the edit loop
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip install --disable-pip-version-check -q
 # Editable installs use "compat" mode: the checkout itself is on sys.path.
 
-.PHONY: run test setup setup-test lint docs docs-check clean
+.PHONY: run test check setup setup-test lint docs docs-check clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -53,6 +54,18 @@ lint: setup-test
 # The docs build is part of the tests (offline, seconds), so CI (.ci/run) catches a broken link.
 test: setup-test lint docs-check
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q -p no:cacheprovider
+
+# The unit-level tests: text, statistics, patterns, heuristics, prompts' word lists, the store, export, registries,
+# docs links, error codes and import circles. The whole suite ('make test') is what CI runs.
+CHECK := tests/engine/text tests/engine/stats tests/engine/patterns tests/engine/verification \
+	tests/engine/counterbias/test_manipulate.py tests/engine/counterbias/test_edit_parts.py \
+	tests/engine/attribution/test_vote_rules.py tests/engine/attribution/test_wordlists.py \
+	tests/engine/llm/test_base.py tests/engine/llm/test_cache.py tests/engine/llm/test_keys.py \
+	tests/engine/test_store.py tests/engine/test_registry.py tests/engine/test_export.py \
+	tests/test_docs.py tests/test_error_codes.py tests/test_import_cycles.py
+
+check: setup-test lint
+	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q -p no:cacheprovider -x $(CHECK)
 
 # Broken internal links, missing anchors and pages missing from the nav fail the build (mkdocs.yml: strict).
 docs: $(VENV)/.docs-installed

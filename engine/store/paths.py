@@ -23,12 +23,16 @@ import shutil
 import sqlite3
 import stat
 from pathlib import Path, PurePosixPath, PureWindowsPath
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from engine.errors import RemoveFailedError, RemoveOutsideError, StoredLinkError, StoredPathError
 
-if TYPE_CHECKING:
-    from engine.store.project import Project
+
+class ProjectLike(Protocol):
+    """What this module reads of a project: its ``.cbproj`` path (an :class:`engine.store.Project` has it;
+    this module is imported by the project's own open, so it does not import the class)."""
+
+    path: Path
 
 __all__ = ["check_stored_paths", "derived_folder", "inside_project", "is_inside", "safe_remove", "stored_paths"]
 
@@ -36,7 +40,7 @@ _HINT = ("Open a copy of the project you trust, or delete the member and train i
          "paths inside its own '_files' folder.")
 
 
-def _files_dir(project: Project | Path) -> Path:
+def _files_dir(project: ProjectLike | Path) -> Path:
     """The files folder of ``project`` (a :class:`Project` or the ``.cbproj`` path), not created."""
     path = Path(getattr(project, "path", project))
     return path.with_name(path.stem + "_files")
@@ -63,7 +67,7 @@ def _lexical_problem(stored: str | None) -> str | None:
     return None
 
 
-def inside_project(project: Project | Path, stored: str | None, *, what: str = "stored path") -> Path:
+def inside_project(project: ProjectLike | Path, stored: str | None, *, what: str = "stored path") -> Path:
     """The folder a stored relative path names, checked to lie inside the project's files folder.
 
     Parameters
@@ -105,12 +109,12 @@ def inside_project(project: Project | Path, stored: str | None, *, what: str = "
     return candidate
 
 
-def derived_folder(project: Project, *parts: str, what: str = "folder") -> Path:
+def derived_folder(project: ProjectLike, *parts: str, what: str = "folder") -> Path:
     """``<name>_files/<parts...>``, checked like :func:`inside_project` before anything is created in it."""
     return inside_project(project, "/".join(parts), what=what)
 
 
-def safe_remove(project: Project | Path, path: str | os.PathLike[str], *, missing_ok: bool = True) -> bool:
+def safe_remove(project: ProjectLike | Path, path: str | os.PathLike[str], *, missing_ok: bool = True) -> bool:
     """Remove a file, folder or symbolic link that lies strictly inside the project's files folder.
 
     The parent folders are resolved (links followed) but the last part never is: a link is
@@ -194,7 +198,7 @@ def stored_paths(conn: sqlite3.Connection) -> list[tuple[str, str | None]]:
     return [(f"the folder of model {name!r}", path) for name, path in conn.execute("SELECT name, path FROM models")]
 
 
-def check_stored_paths(source: Project | sqlite3.Connection, path: Path | None = None) -> None:
+def check_stored_paths(source: Any, path: Path | None = None) -> None:
     """Refuse a project any of whose stored paths points outside its files folder (reads only).
 
     Parameters

@@ -99,7 +99,7 @@ def test_triples_unreachable_base_url_fails_fast(project_path, unused_port, caps
     elapsed = time.perf_counter() - started
     err = capsys.readouterr().err
     assert code == EXIT_USER_ERROR and "[CB701]" in err and "Could not reach" in err
-    assert elapsed < 5, elapsed  # was 56 s
+    assert elapsed < 30, elapsed  # was 56 s: a generous bound, whatever the machine's load
     assert last_run(project_path)[0] == "failed"
 
 
@@ -119,7 +119,7 @@ def test_generate_unreachable_base_url_fails_fast(voted_project, unused_port, ca
     started = time.perf_counter()
     code = main(["-q", "generate", path, "reviews", *llm_args(f"http://127.0.0.1:{unused_port}/v1")])
     assert code == EXIT_USER_ERROR and "[CB701]" in capsys.readouterr().err
-    assert time.perf_counter() - started < 5
+    assert time.perf_counter() - started < 30  # stopped at the first failure, not one per example
 
 
 def test_generate_after_a_401_resumes_with_the_cached_answers(voted_project, stub, capsys):
