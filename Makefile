@@ -61,7 +61,7 @@ CHECK := tests/engine/text tests/engine/stats tests/engine/patterns tests/engine
 	tests/engine/counterbias/test_manipulate.py tests/engine/counterbias/test_edit_parts.py \
 	tests/engine/attribution/test_vote_rules.py tests/engine/attribution/test_wordlists.py \
 	tests/engine/llm/test_base.py tests/engine/llm/test_cache.py tests/engine/llm/test_keys.py \
-	tests/engine/test_store.py tests/engine/test_registry.py tests/engine/test_export.py \
+	tests/engine/store/test_store.py tests/engine/test_registry.py tests/engine/io/test_export.py \
 	tests/test_docs.py tests/test_error_codes.py tests/test_import_cycles.py
 
 check: setup-test lint

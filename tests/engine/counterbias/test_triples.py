@@ -21,7 +21,7 @@ from engine.progress import CancelToken
 from tests.engine.llm.conftest import require_smollm2
 from tests.engine.llm.stub_server import StubServer
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "llm_outputs"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "llm_outputs"
 T = Triple("The plot", "is", "thin")
 
 # ---------------------------------------------------------------------------- parser

@@ -24,7 +24,7 @@ from engine.store import ExampleQuery, Project
 from engine.counterbias.triple_store import load_triple_records, replace_triples
 from tests.seeding import NOW, seed_review_state
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def _snapshot(project: Project) -> str:
