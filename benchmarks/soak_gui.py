@@ -182,12 +182,14 @@ def main() -> int:
     sent: dict[int, str] = {}
     presses = 0
     undo_drops = 0  # key presses after which the undo stack did not hold one more command
+    undo_at_end: list[int] = []
     last_reload = time.monotonic()
 
     def tick() -> None:
         nonlocal presses, last_reload, undo_drops
         if time.monotonic() >= deadline:
             timer.stop()
+            undo_at_end.append(ctl.undo_stack.count())
             app.quit()
             return
         if time.monotonic() - last_reload > 3.0:
@@ -220,7 +222,7 @@ def main() -> int:
     for loop in (importer, generator):
         loop.join(timeout=600)
     server.close()
-    undo_count = ctl.undo_stack.count()
+    undo_count = undo_at_end[0] if undo_at_end else ctl.undo_stack.count()
     win.close()
 
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
