@@ -181,7 +181,7 @@ def _generate_core(args: argparse.Namespace, project, dataset, ids: list[int], o
     from cad_downstream import _imdb_extra
 
     from engine.counterbias import GenerateSettings, candidate_rows
-    from engine.counterbias.core import RetrievalSettings, core_edit
+    from engine.counterbias.retrieve_edit import RetrievalSettings, core_edit
     from engine.retrieval.corpus import import_corpus, label_corpus, list_corpora
     from engine.retrieval.encoders import make_encoder
     from engine.retrieval.index import build_index

@@ -9,7 +9,7 @@ Set-up (kept in ``--out``; a rerun sends no request already answered and retriev
   labelled by ``judge``, flat FAISS index of MiniLM-L6 embeddings.
 
 For ``--reviews`` CAD dev originals with a human revision (the shortest, or a seeded sample),
-with the bundled local LLM (``--model``): CORE (:func:`engine.counterbias.core.core_edit`,
+with the bundled local LLM (``--model``): CORE (:func:`engine.counterbias.retrieve_edit.core_edit`,
 per-sentence retrieval, k = 5) and the LLM-only baseline (the same prompt without retrieval). The
 human revisions of the same reviews are measured alongside. Per method: made / failed, flip
 rates by the product's judge, by an independent TF-IDF logistic regression trained on IMDb train
@@ -49,7 +49,7 @@ def main() -> int:
     from coba_quality import PAIRED_DEV, norm_text, read_tsv, tfidf_judge, vader_labels
 
     from engine.counterbias import candidate_rows
-    from engine.counterbias.core import RetrievalSettings, core_edit
+    from engine.counterbias.retrieve_edit import RetrievalSettings, core_edit
     from engine.counterbias.guided import GuidedSettings, generate_guided
     from engine.evaluation.diversity_report import pair_diversity
     from engine.io.importer import ImportOptions, import_file

@@ -95,7 +95,7 @@ def dev_reviews(project, dataset, n: int, fields):
 def run_budget(member, info, examples, method: str, budget: str, seed: int | None = None):
     """Seconds and results of one member x method at one budget (``seed``: the sampling methods' seed)."""
     from engine.attribution import attribute_texts, resolve_settings
-    from engine.attribution.core import AttributionStats
+    from engine.attribution.kernel import AttributionStats
     from engine.attribution.jobs import DEFAULT_BATCH_SIZE
 
     settings = resolve_settings(method, {"budget": budget, **({"seed": seed} if seed is not None else {})})

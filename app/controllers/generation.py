@@ -165,7 +165,7 @@ class GenerationController(PanelController):
     def _generate_guided(self, method: str, project: Any, dataset: DatasetInfo, ids: list[int] | None, count: int,
                          config: LLMConfig) -> Job | None:
         """CORE (retrieval for each example's sentences, then the guided edit) or the LLM-only edit, as a job."""
-        from engine.counterbias.core import RetrievalSettings, core_edit
+        from engine.counterbias.retrieve_edit import RetrievalSettings, core_edit
         from engine.counterbias.guided import GuidedSettings, generate_guided
         from engine.retrieval.errors import RetrievalError
 

@@ -5,7 +5,7 @@ compute attributions.
 """
 
 from engine.attribution.cache import StoredScores, load_attributions
-from engine.attribution.core import ExampleAttribution, ExampleInput, FieldScores, attribute_texts
+from engine.attribution.kernel import ExampleAttribution, ExampleInput, FieldScores, attribute_texts
 from engine.attribution.errors import (
     AttributionError,
     MethodSettingsError,

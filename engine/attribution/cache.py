@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine.attribution.core import ExampleAttribution
+from engine.attribution.kernel import ExampleAttribution
 from engine.store import Project
 from engine.store.schema import now
 

@@ -11,7 +11,7 @@ convergence delta.
 Batching: a whole batch of padded examples goes through **one** ``attribute()`` call, i.e.
 ``B * n_steps`` interpolated rows, cut into chunks of ``internal_batch_size`` rows (by default
 sized from a token budget so memory stays bounded). Which examples share a batch is decided by
-:func:`engine.attribution.core.plan_batches` (on a CPU only equal token lengths, as padding
+:func:`engine.attribution.kernel.plan_batches` (on a CPU only equal token lengths, as padding
 costs as much as real tokens there and one example's steps already fill the cores; on a GPU
 mixed lengths up to 50 % padding).
 

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from engine.attribution.cache import cached_example_ids, write_attributions
-from engine.attribution.core import AttributionStats, ExampleInput, iter_attributions
+from engine.attribution.kernel import AttributionStats, ExampleInput, iter_attributions
 from engine.attribution.method import MethodSettings, settings_key
 from engine.attribution.registry import resolve_settings
 from engine.models.data import example_texts

@@ -3,7 +3,7 @@
 Run ``python -m engine --help`` (or the ``counterbias`` console script).
 
 One module per area registers its verbs in :data:`engine.cli.commands.COMMANDS`:
-:mod:`~engine.cli.core` (``init``, ``import``, ``info``, ``export``, ``demo``),
+:mod:`~engine.cli.project` (``init``, ``import``, ``info``, ``export``, ``demo``),
 :mod:`~engine.cli.stats` (``stats``, ``zfilter``), :mod:`~engine.cli.models` (``train``,
 ``attribute``, ``vote``, ``models``), :mod:`~engine.cli.llm` (``serve-llm``, ``triples``),
 :mod:`~engine.cli.generate` (``generate``, ``verify``, ``candidates``, ``decide``, ``augment``),

@@ -47,7 +47,7 @@ COMMANDS: Registry[AddCommand] = Registry(
     "command",
     CliUsageError,
     builtins={
-        **_verbs("engine.cli.core", "init", "import", "info", "export", "demo"),
+        **_verbs("engine.cli.project", "init", "import", "info", "export", "demo"),
         **_verbs("engine.cli.stats", "stats", "zfilter"),
         **_verbs("engine.cli.models", "train", "attribute", "vote", "models"),
         **_verbs("engine.cli.llm", "serve-llm", "triples"),

@@ -283,7 +283,7 @@ def _add_core(sub: argparse._SubParsersAction) -> None:
 def _run_core(args: argparse.Namespace, progress: StderrProgress, cancel: CancelToken) -> int:
     from engine.cli.args import csv_list, llm_config_from_args, selected_example_ids
     from engine.counterbias import candidate_rows, flip_rates
-    from engine.counterbias.core import RetrievalSettings, core_edit
+    from engine.counterbias.retrieve_edit import RetrievalSettings, core_edit
     from engine.counterbias.guided import GuidedSettings, generate_guided
     from engine.retrieval.errors import RetrievalError
     from engine.store import Project

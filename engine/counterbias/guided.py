@@ -62,7 +62,7 @@ class GuidedSettings:
         As for CoBA generation (:class:`~engine.counterbias.settings.GenerateSettings`).
     guides_from
         Where the guides came from (CORE's retrieval settings, see
-        :class:`engine.counterbias.core.RetrievalSettings`): other retrieval settings make other
+        :class:`engine.counterbias.retrieve_edit.RetrievalSettings`): other retrieval settings make other
         candidates instead of being skipped as made. Part of the key only when set.
     """
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from engine.attribution import ExampleInput, IGSettings, LimeSettings, ShapleySettings, attribute_texts, settings_key
-from engine.attribution.core import AttributionStats
+from engine.attribution.kernel import AttributionStats
 from engine.attribution.perturb import lime_sample_count, shapley_permutation_count
 
 SHORT = "Great film."

@@ -7,7 +7,7 @@ import pytest
 
 from engine.attribution import ExampleInput, IGSettings, attribute_texts
 from engine.attribution.batch import encode_batch
-from engine.attribution.core import AttributionStats
+from engine.attribution.kernel import AttributionStats
 from engine.models.backbones import TINY_ARCHS
 from engine.text import words_of
 

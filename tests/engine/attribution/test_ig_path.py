@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from engine.attribution import ExampleInput, IGSettings, attribute_texts, settings_key
-from engine.attribution.core import AttributionStats
+from engine.attribution.kernel import AttributionStats
 from engine.attribution.errors import MethodSettingsError
 from engine.attribution.ig_path import adaptive_nodes, allocate_nodes
 from tests.engine.attribution.test_budget import TEXTS

@@ -115,7 +115,7 @@ def test_settings_validation_and_keys() -> None:
 
 
 def test_batch_planner_limits_padding() -> None:
-    from engine.attribution.core import plan_batches
+    from engine.attribution.kernel import plan_batches
 
     lengths = [10, 12, 10, 30, 11, 10]
     assert plan_batches(lengths, 8, 0.0) == [[0, 2, 5], [4], [1], [3]]

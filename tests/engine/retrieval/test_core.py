@@ -6,7 +6,7 @@ import json
 
 from engine.cli import main
 from engine.counterbias import candidate_rows
-from engine.counterbias.core import RetrievalSettings, core_edit, guides_for
+from engine.counterbias.retrieve_edit import RetrievalSettings, core_edit, guides_for
 from engine.counterbias.guided import GuidedSettings
 from engine.llm.config import LLMConfig
 from tests.engine.counterbias.scripted_llm import edit_sentence
