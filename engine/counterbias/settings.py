@@ -1,4 +1,11 @@
-"""Settings of counterbias generation, and which target labels an example gets."""
+"""Settings of counterbias generation, and which target labels an example gets.
+
+Every option of :class:`GenerateSettings` is declared once, with :func:`option`: its default, label, help, the
+modes it applies to and the options it needs. The ``generate`` CLI (:mod:`engine.cli.generate_options`), the LLM
+settings dialog (:mod:`widgets.llm_dialog`) and the stored GUI settings are built from that declaration
+(:data:`OPTIONS`); :meth:`GenerateSettings.validate` refuses an option set where it has no effect, and
+:meth:`GenerateSettings.key` hashes only the options that take effect.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +18,8 @@ from typing import Any
 
 from engine.errors import CounterbiasError
 
-__all__ = ["MODES", "GenerateSettings", "GenerationConfigError", "candidate_fields", "edited_field", "targets_for"]
+__all__ = ["MODES", "OPTIONS", "GenerateSettings", "GenerationConfigError", "Option", "candidate_fields",
+           "edited_field", "inactive_options", "option", "targets_for"]
 
 #: Generation modes: edit-preserving (default) and the paper's full reconstruction.
 MODES = ("edit", "reconstruct")
@@ -24,120 +32,153 @@ class GenerationConfigError(CounterbiasError):
 
 
 @dataclass(frozen=True)
-class GenerateSettings:
-    """How counterbias candidates are made (CoBA).
+class Option:
+    """The declaration of one generation option (a :class:`GenerateSettings` field's metadata).
 
-    Parameters
-    ----------
-    mode
-        ``"edit"`` (default): edit-preserving — only the sentences holding a principal word
-        (see ``edit_polar`` and ``edit_triples`` for the others) are rewritten, one LLM request each, and every other sentence is kept byte for byte
-        (up to the gender swap); ``"reconstruct"``: the paper's full reconstruction (rewrite the
-        principal triples, shuffle/drop normal ones, write the whole text from the triples).
-        Both check that the spurious words survive.
-    repair_flip
-        Edit mode: a candidate still reading as the original label (its strongest principal
-        words still there, or the ensemble judging it as the original label) gets one repair
-        request naming the remaining words before it is stored.
-    targets
-        ``"other"``: binary tasks get the other label, multi-class tasks every other label
-        (same as ``"each"``); ``"each"``; or a comma-separated list of label names.
-    samples
-        Candidates per example and target (``N``); sample ``i`` uses seed ``seed + i``.
-    temperature, seed, max_tokens
-        Sampling of the rewrite and reconstruct calls.
-    shuffle, drop_prob
-        Reconstruct mode: shuffle the normal triples; drop each with this probability (seeded
-        per candidate).
-    swap_gender
-        Swap gendered words with the bundled pair lists — except in a text that names a person
-        (spaCy's entity recogniser), whose gendered words mostly refer to the people it names.
-    fields
-        Text fields to edit: ``None`` edits ``text`` (single) or ``hypothesis`` (pairs; the
-        premise is kept as the context that the new hypothesis must relate to differently).
-    task
-        A short task description for the prompts (default: guessed from the labels).
-    edit_polar
-        Edit mode: also edit every sentence that the sentence reader, reading it alone, gives the
-        original label with at least this score, even when it holds no principal word (``0``: off; any
-        length with the LLM reader, three words or more with the members, who misread short ones).
-        Human editors change every sentence that carries the label; a review whose other opinionated
-        sentences stay as they were keeps its label.
-    edit_moved
-        Edit mode: an edited sentence that the ensemble, reading it alone, still does not give the
-        target (mean probability below 0.5) and whose target probability rose by less than this
-        gets one repair request saying so — a small model often answers a synonym ("tired" →
-        "weary") where the opposite was asked; the repair is kept only when it reads more as the
-        target, and an edit that still reads less as the target than the sentence did is dropped
-        (the sentence stays), as is one still unmoved after every try (``edit_fresh``, ``edit_swap``).
-        With it, the members' reading replaces the cruder word z-statistics test of direction
-        (``0``: off, and the z test is used). Needs the judge members.
-    edit_fresh
-        Edit mode: a sentence whose edit and repair were both unusable (or dropped as moving the
-        wrong way), or whose kept edit the members still read as unmoved (``edit_moved``), gets
-        one more request: the first prompt again, in a fresh conversation with a new seed; an
-        unmoved edit is replaced only by an answer that reads more as the target. About one
-        sentence in four with the bundled model; ``False`` saves those requests.
-    edit_opinion
-        Edit mode: for each sentence the sentence reader reads as the original label (``edit_polar``), ask
-        the LLM once which words make it do so (:mod:`engine.counterbias.opinion_words`); they are named to
-        change instead of the principal words, and a spurious word among them is released (the edit may
-        change it; recorded, and not held against the candidate). ``False``: principal words only.
-    edit_hold
-        Edit mode with ``edit_opinion``: a spurious word inside the marked opinion words is not released at
-        once. The sentence is first edited with it kept verbatim and the opinion turned around it (prompt
-        ``edit_sentence_hold``: "hardly a heartfelt movie", "never shines"), as a counterbias example needs —
-        the word stays while the label flips. That edit is the sentence's when it passes the checks and the
-        sentence reader reads it as the target (after one repair if not); otherwise the word is released and the
-        sentence is edited as without this setting (the same requests). One or two more requests per such sentence;
-        ``False`` releases at once.
-    edit_swap
-        Edit mode with ``edit_opinion``: a sentence with marked opinion words that still has no usable edit after
-        every try, or whose edit still reads below 0.5 as the target, gets one phrase swap
-        (:mod:`engine.counterbias.phrase_swap`): the LLM gives the opposite of each marked phrase, the phrases are
-        replaced in the sentence as written, and the result is kept when it passes the checks and reads more as
-        the target. ``False`` saves those requests.
-    edit_remove
-        Edit mode: a sentence the sentence reader read as the original label whose every edit was unusable
-        or still read as that label ("Very recommendable.", "This picture is a real can't-miss!!!" — a small
-        model sends them back unchanged or as synonyms) is removed from the candidate, as human editors often do,
-        when it holds no word to keep (spurious, gendered, names and facts), another sentence of the text was
-        edited, and at most a third of the text's sentences go. Recorded in the edit (``removed``). ``False``: such
-        a sentence stays as written, and the residual check counts it.
-    edit_triples
-        Edit mode: also extract the LLM's fact triples of every sentence (one request per sentence,
-        as CoBA's reconstruction needs) and edit the sentences holding a principal triple besides
-        those holding a principal content word; when no triple holds a principal word, every
-        sentence with a triple is edited (``fallback``). Off by default: sentences are chosen by
-        their principal words, ratings and the sentence reader, and no triple request is sent.
-    sentence_reader
-        Edit mode: who reads single sentences for ``edit_polar``, ``edit_moved`` and the residual
-        check (:mod:`engine.counterbias.sentence_reading`): ``"llm"`` (default; the generating LLM,
-        one short cached request per distinct sentence, needs no members) or ``"members"`` (the
-        judge members, trained on whole texts; no residual check).
+    ``modes``: the modes it takes effect in; ``needs``: options that must be on (true, or a threshold above 0) for
+    it to take effect. ``cli``: ``"generate"`` (a flag of ``generate``, ``--`` + the name with dashes; a boolean
+    gets ``--name``/``--no-name``), ``"llm"`` (the shared LLM sampling flag of ``generate``, ``triples`` and
+    ``verify``, with that flag's default). ``aliases``: old flags, still accepted but hidden, each with the value
+    it sets. ``gui``: where the LLM dialog shows it (``"generation"``, ``"llm"``; ``None``: CLI only).
+    ``items``: ``(value, label)`` choices (``closed``: no other value); ``minimum``/``maximum``/``step``/
+    ``decimals``/``off`` shape a spin box (``off``: the text shown at the minimum, which turns it off).
     """
 
-    mode: str = "edit"
-    repair_flip: bool = True
-    targets: str = "other"
-    samples: int = 1
-    temperature: float = 0.7
-    seed: int = 13
-    max_tokens: int = 384
-    shuffle: bool = True
-    drop_prob: float = 0.1
-    swap_gender: bool = True
-    fields: tuple[str, ...] | None = None
-    task: str | None = None
-    edit_polar: float = 0.8
-    edit_moved: float = 0.25
-    edit_fresh: bool = True
-    edit_opinion: bool = True
-    edit_hold: bool = True
-    edit_swap: bool = True
-    edit_remove: bool = True
-    edit_triples: bool = False
-    sentence_reader: str = "llm"
+    label: str
+    help: str
+    modes: tuple[str, ...] = MODES
+    needs: tuple[str, ...] = ()
+    cli: str = "generate"
+    aliases: tuple[tuple[str, Any], ...] = ()
+    gui: str | None = "generation"
+    items: tuple[tuple[str, str], ...] = ()
+    closed: bool = False
+    minimum: float | None = None
+    maximum: float | None = None
+    step: float | None = None
+    decimals: int = 2
+    off: str | None = None
+    name: str = ""
+    default: Any = None
+    kind: type = object
+
+    @property
+    def flag(self) -> str:
+        """The CLI flag: the name with dashes (``edit_hold`` → ``--edit-hold``, its negation ``--no-edit-hold``)."""
+        return "--" + self.name.replace("_", "-")
+
+    def flags(self) -> tuple[str, ...]:
+        """The flags ``generate --help`` lists for it."""
+        return (self.flag, "--no-" + self.flag[2:]) if self.kind is bool else (self.flag,)
+
+
+def option(default: Any, *, label: str, help: str, **declared: Any) -> Any:  # noqa: A002 - argparse's word
+    """A :class:`GenerateSettings` field declared as an option (see :class:`Option` for ``declared``)."""
+    return dataclasses.field(default=default, metadata={"option": Option(label=label, help=help, **declared)})
+
+
+_EDIT = ("edit",)
+_OPINION = ("edit_opinion",)
+
+
+@dataclass(frozen=True)
+class GenerateSettings:
+    """How counterbias candidates are made (CoBA): each field is an option declared with :func:`option`.
+
+    ``mode="edit"`` (default) rewrites only the sentences holding a principal word (and those the options below
+    add), one LLM request each, and keeps every other sentence byte for byte (up to the gender swap);
+    ``"reconstruct"`` is the paper's full reconstruction (rewrite the principal triples, shuffle/drop the normal
+    ones, write the whole text from the triples). Both check that the spurious words survive. Each option's help
+    says what it does; :data:`OPTIONS` holds the declarations, :func:`inactive_options` which ones take no effect.
+    """
+
+    mode: str = option(
+        "edit", label="Mode:", closed=True,
+        items=(("edit", "Edit sentences (keeps the rest of the text)"),
+               ("reconstruct", "Reconstruct from triples (CoBA paper)")),
+        help="edit (default): rewrite only the sentences holding principal words and keep the rest verbatim; "
+        "reconstruct: the CoBA paper's full rewrite of the text from its triples")
+    repair_flip: bool = option(
+        True, label="Repair a candidate that still reads as the original label", modes=_EDIT,
+        aliases=(("--no-flip-repair", False),),
+        help="a candidate still read as the original label (its strongest principal words still there, or the "
+        "ensemble judging it so) gets one repair request naming the remaining words (default: on)")
+    targets: str = option(
+        "other", label="Target labels:", items=(("other", "other"), ("each", "each")),
+        help="other (default; binary: the other label, multi-class: every other label), each, or label names "
+        "separated by commas")
+    samples: int = option(1, label="Samples:", minimum=1, maximum=50,
+                          help="candidates per example and target label (default 1); sample i uses seed + i")
+    temperature: float = option(0.7, label="Temperature:", cli="llm", gui="llm", minimum=0.0, maximum=2.0, step=0.1,
+                                help="sampling temperature of the rewrite and reconstruct requests")
+    seed: int = option(13, label="Seed:", cli="llm", minimum=0, maximum=2**31 - 1,
+                       help="seeds the LLM's sampling and the shuffle/drop of normal triples")
+    max_tokens: int = option(384, label="Max tokens:", cli="llm", gui=None,
+                             help="the longest answer of a rewrite or reconstruct request")
+    shuffle: bool = option(True, label="Shuffle normal triples", modes=("reconstruct",),
+                           help="shuffle the normal triples, seeded per candidate (default: on)")
+    drop_prob: float = option(0.1, label="Drop probability:", modes=("reconstruct",), minimum=0.0, maximum=0.9,
+                              step=0.05,
+                              help="chance to drop each normal triple, never a principal or spurious one "
+                              "(default 0.1)")
+    swap_gender: bool = option(
+        True, label="Swap gendered words (binary word-pair list)", aliases=(("--no-gender-swap", False),),
+        help="replace each word naming a person's gender by its counterpart (he/she, actor/actress) with the bundled "
+        "WinoBias and GN-GloVe pairs; not in a text that names a person, nor names, verbs, idioms or pairs that name "
+        "no person (not_swapped.txt) (default: on)")
+    fields: tuple[str, ...] | None = option(
+        None, label="Fields:", gui=None, kind=tuple,
+        help="comma-separated text fields to edit (default: text, or the hypothesis of a pair, whose premise is "
+        "kept as the context the new hypothesis relates to)")
+    task: str | None = option(None, label="Task:", gui=None, kind=str,
+                              help="a short task description for the prompts (default: guessed from the labels)")
+    edit_polar: float = option(
+        0.8, label="Edit sentences read as original, P ≥", modes=_EDIT, minimum=0.0, maximum=1.0, step=0.05,
+        off="off",
+        help="also edit every sentence the sentence reader, reading it alone, gives the original label (the members: "
+        "with at least this probability; default 0.8; 0: off, only sentences holding principal words)")
+    edit_moved: float = option(
+        0.25, label="Repair edits that did not move, gain <", modes=_EDIT, minimum=0.0, maximum=1.0, step=0.05,
+        off="off",
+        help="an edited sentence the sentence reader still does not read as the target (P < 0.5, risen by less than "
+        "this) is sent back once, saying it still reads as the original label (default 0.25; 0: off, and the "
+        "labels' word z-statistics test the direction instead)")
+    edit_fresh: bool = option(
+        True, label="Try an unusable or unmoved edit once more, in a fresh conversation", modes=_EDIT,
+        help="a sentence whose edit and repair were both unusable, or still read as unmoved, gets one more request "
+        "in a fresh conversation with a new seed (default: on)")
+    edit_opinion: bool = option(
+        True, label="Ask which words carry the opinion of a sentence read as original", modes=_EDIT,
+        aliases=(("--no-opinion-words", False),),
+        help="ask the LLM which words make a sentence read as the original label (one short request each); they are "
+        "named to change, and spurious words among them may change too, recorded (default: on)")
+    edit_hold: bool = option(
+        True, label="Keep spurious opinion words: turn the opinion around them first", modes=_EDIT, needs=_OPINION,
+        aliases=(("--release-at-once", False),),
+        help="a spurious word among the marked opinion words is first kept and the opinion turned around it "
+        "(\"hardly a heartfelt movie\"); it is released only when that edit fails or is not read as the target "
+        "(default: on; off: released at once)")
+    edit_swap: bool = option(
+        True, label="Swap each opinion phrase for its opposite where every edit failed", modes=_EDIT, needs=_OPINION,
+        aliases=(("--no-phrase-swap", False),),
+        help="a sentence still read as the original label after every edit gets the opposite of each marked opinion "
+        "phrase in place, kept when it then reads more as the target (default: on)")
+    edit_remove: bool = option(
+        True, label="Remove a sentence still read as original after every try", modes=_EDIT,
+        aliases=(("--keep-stubborn", False),),
+        help="a sentence read as the original label with no usable edit after every try is removed when it holds no "
+        "word to keep, another sentence was edited and at most a third of the sentences go (default: on; off: it "
+        "stays and the residual check counts it)")
+    edit_triples: bool = option(
+        False, label="Also edit sentences holding a principal triple (one more LLM request per sentence)",
+        modes=_EDIT,
+        help="also extract every sentence's fact triples (one request per sentence) and edit the sentences holding a "
+        "principal triple (default: off; sentences are chosen by their principal words)")
+    sentence_reader: str = option(
+        "llm", label="Sentences read by:", modes=_EDIT,
+        items=(("llm", "The LLM (one short request per sentence)"), ("members", "The ensemble members")),
+        help="who reads single sentences for --edit-polar, --edit-moved and the residual check: llm (default; one "
+        "short cached request per sentence) or members (the judge members, trained on whole texts)")
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -170,9 +211,42 @@ class GenerateSettings:
         known = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in known})
 
+    def validate(self, explicit: Sequence[str] = ()) -> GenerateSettings:
+        """Refuse an option set where it has no effect (``generate`` calls this before anything is sent).
+
+        An option that cannot take effect with the other settings (its mode is not chosen, or an option it needs
+        is off) is refused when it differs from its default, or when it is named in ``explicit`` (the options a
+        user gave, e.g. on the command line); at its default it is simply not used. Returns ``self``.
+
+        Raises
+        ------
+        GenerationConfigError
+            Naming the first such option and why it has no effect.
+        """
+        given = set(explicit)
+        for name, why in inactive_options(self.to_dict()).items():
+            declared = OPTIONS[name]
+            value = getattr(self, name)
+            if name in given or value != declared.default:
+                raise GenerationConfigError(
+                    f"Option {name} ({declared.flag}) = {value!r} has no effect: {why}.",
+                    f"Leave {declared.flag} out, or {_enable_hint(declared)}.")
+        return self
+
+    def effective_dict(self) -> dict[str, Any]:
+        """:meth:`to_dict` with every option that takes no effect at its default (what :meth:`key` hashes)."""
+        data = self.to_dict()
+        for name in inactive_options(data):
+            data[name] = OPTIONS[name].default
+        return data
+
     def key(self) -> str:
-        """Identity of what is generated (16 hex digits): resume skips candidates with this key."""
-        raw = json.dumps(self.to_dict(), sort_keys=True, default=list)
+        """Identity of what is generated (16 hex digits): resume skips candidates with this key.
+
+        Only the options that take effect count: settings differing in an option without effect share a key
+        (the hash of :meth:`effective_dict`, so default settings keep the key they always had).
+        """
+        raw = json.dumps(self.effective_dict(), sort_keys=True, default=list)
         return hashlib.sha256(raw.encode()).hexdigest()[:16]
 
     @property
@@ -199,6 +273,45 @@ class GenerateSettings:
         if lower & {"positive", "negative", "pos", "neg"}:
             return "sentiment of a review"
         return "text classification"
+
+
+#: The declared options by name, in declaration order (each :class:`Option` with its name, default and type).
+OPTIONS: dict[str, Option] = {
+    f.name: dataclasses.replace(f.metadata["option"], name=f.name, default=f.default,
+                                kind=f.metadata["option"].kind if f.metadata["option"].kind is not object
+                                else type(f.default))
+    for f in dataclasses.fields(GenerateSettings)
+}
+
+
+def _on(value: Any) -> bool:
+    return bool(value) and value != 0
+
+
+def inactive_options(values: Mapping[str, Any]) -> dict[str, str]:
+    """The options that take no effect with ``values`` (option name → value; missing: the default), and why.
+
+    An option takes no effect in a mode it is not declared for, or while an option it needs is off (false,
+    or a threshold at 0) or itself takes no effect.
+    """
+    values = {name: values.get(name, o.default) for name, o in OPTIONS.items()}
+    out: dict[str, str] = {}
+    for name, declared in OPTIONS.items():
+        if values["mode"] not in declared.modes:
+            out[name] = f"it applies to the {' and '.join(declared.modes)} mode only, not {values['mode']!r}"
+            continue
+        off = [n for n in declared.needs if n in out or not _on(values[n])]
+        if off:
+            out[name] = "it needs " + " and ".join(f"{n} ({OPTIONS[n].flag})" for n in off)
+    return out
+
+
+def _enable_hint(declared: Option) -> str:
+    parts = []
+    if len(declared.modes) < len(MODES):
+        parts.append(f"use --mode {declared.modes[0]}")
+    parts += [f"turn {OPTIONS[n].flag} on" for n in declared.needs]
+    return " and ".join(parts) or "change the options it depends on"
 
 
 def edited_field(task: str) -> str:
