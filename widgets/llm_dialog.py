@@ -345,7 +345,7 @@ def option_widget(declared: Option) -> QWidget:
     scope = "" if set(declared.modes) == set(MODES) else f"{'/'.join(declared.modes).capitalize()} mode"
     if declared.needs:
         scope += (", with " if scope else "With ") + ", ".join(f"“{OPTIONS[n].label}” on" for n in declared.needs)
-    text = declared.help[0].upper() + declared.help[1:]
+    text = declared.help[0].upper() + declared.help[1:] + "." + (f" {declared.more}" if declared.more else "")
     widget.setToolTip(f"{scope}: {text}" if scope else text)
     return widget
 

@@ -33,9 +33,10 @@ def add_generate_options(parser: argparse.ArgumentParser) -> None:
     for name, declared in OPTIONS.items():
         if declared.cli != "generate":
             continue
-        scope = "" if set(declared.modes) == set(MODES) else f"{'/'.join(declared.modes)} mode: "
+        scope = "" if set(declared.modes) == set(MODES) else f"{'/'.join(declared.modes)} mode"
         if declared.needs:
-            scope += "with " + ", ".join(OPTIONS[n].flag for n in declared.needs) + ": "
+            scope += (", with " if scope else "with ") + ", ".join(OPTIONS[n].flag for n in declared.needs)
+        scope += ": " if scope else ""
         text = (scope + declared.help).replace("%", "%%")
         if declared.kind is bool:
             group.add_argument(declared.flag, dest=name, action=argparse.BooleanOptionalAction, default=None,

@@ -42,6 +42,7 @@ class Option:
     it sets. ``gui``: where the LLM dialog shows it (``"generation"``, ``"llm"``; ``None``: CLI only).
     ``items``: ``(value, label)`` choices (``closed``: no other value); ``minimum``/``maximum``/``step``/
     ``decimals``/``off`` shape a spin box (``off``: the text shown at the minimum, which turns it off).
+    ``help``: one line (``generate --help``, and the dialog's tooltip); ``more``: the details (the tooltip).
     """
 
     label: str
@@ -58,6 +59,7 @@ class Option:
     step: float | None = None
     decimals: int = 2
     off: str | None = None
+    more: str = ""
     name: str = ""
     default: Any = None
     kind: type = object
@@ -96,19 +98,24 @@ class GenerateSettings:
         "edit", label="Mode:", closed=True,
         items=(("edit", "Edit sentences (keeps the rest of the text)"),
                ("reconstruct", "Reconstruct from triples (CoBA paper)")),
-        help="edit (default): rewrite only the sentences holding principal words and keep the rest verbatim; "
-        "reconstruct: the CoBA paper's full rewrite of the text from its triples")
+        help="edit (default): rewrite the sentences to edit, keep the rest; reconstruct: rewrite it from its triples",
+        more="Edit: only the sentences holding principal words (and those the edit options add) are rewritten, every "
+        "other sentence is kept as it is. Reconstruct: the CoBA paper's full rewrite of the text from its triples "
+        "(shuffle and drop apply only here).")
     repair_flip: bool = option(
         True, label="Repair a candidate that still reads as the original label", modes=_EDIT,
         aliases=(("--no-flip-repair", False),),
-        help="a candidate still read as the original label (its strongest principal words still there, or the "
-        "ensemble judging it so) gets one repair request naming the remaining words (default: on)")
+        help="repair once a candidate still read as the original label (default: on)",
+        more="Its strongest principal words still there, or the ensemble judging it as the original label: one "
+        "repair request names the remaining words before it is stored.")
     targets: str = option(
         "other", label="Target labels:", items=(("other", "other"), ("each", "each")),
-        help="other (default; binary: the other label, multi-class: every other label), each, or label names "
-        "separated by commas")
+        help="other (default), each, or comma-separated label names",
+        more="'other': binary tasks get the other label, multi-class tasks every other label; 'each': every other "
+        "label.")
     samples: int = option(1, label="Samples:", minimum=1, maximum=50,
-                          help="candidates per example and target label (default 1); sample i uses seed + i")
+                          help="candidates per example and target label (default 1)",
+                          more="Sample i uses seed + i.")
     temperature: float = option(0.7, label="Temperature:", cli="llm", gui="llm", minimum=0.0, maximum=2.0, step=0.1,
                                 help="sampling temperature of the rewrite and reconstruct requests")
     seed: int = option(13, label="Seed:", cli="llm", minimum=0, maximum=2**31 - 1,
@@ -116,69 +123,86 @@ class GenerateSettings:
     max_tokens: int = option(384, label="Max tokens:", cli="llm", gui=None,
                              help="the longest answer of a rewrite or reconstruct request")
     shuffle: bool = option(True, label="Shuffle normal triples", modes=("reconstruct",),
-                           help="shuffle the normal triples, seeded per candidate (default: on)")
+                           help="shuffle the normal triples (default: on)", more="Seeded per candidate.")
     drop_prob: float = option(0.1, label="Drop probability:", modes=("reconstruct",), minimum=0.0, maximum=0.9,
-                              step=0.05,
-                              help="chance to drop each normal triple, never a principal or spurious one "
-                              "(default 0.1)")
+                              step=0.05, help="chance to drop each normal triple (default 0.1)",
+                              more="Never a principal or spurious triple; seeded per candidate.")
     swap_gender: bool = option(
         True, label="Swap gendered words (binary word-pair list)", aliases=(("--no-gender-swap", False),),
-        help="replace each word naming a person's gender by its counterpart (he/she, actor/actress) with the bundled "
-        "WinoBias and GN-GloVe pairs; not in a text that names a person, nor names, verbs, idioms or pairs that name "
-        "no person (not_swapped.txt) (default: on)")
+        help="swap gendered words: he/she, actor/actress (default: on)",
+        more="Each word naming a person's gender is replaced by its counterpart with the bundled WinoBias and "
+        "GN-GloVe pairs, in edited and untouched sentences alike. Not swapped: a text that names a person (spaCy's "
+        "entity recogniser), names (\"Stephen King\"), verbs (\"miss it\"), exclamations (\"Oh boy\"), idioms, the "
+        "deity, and pairs that name no person of either gender (not_swapped.txt).")
     fields: tuple[str, ...] | None = option(
         None, label="Fields:", gui=None, kind=tuple,
-        help="comma-separated text fields to edit (default: text, or the hypothesis of a pair, whose premise is "
-        "kept as the context the new hypothesis relates to)")
+        help="comma-separated fields to edit (default: text, or a pair's hypothesis)",
+        more="The premise of a pair is kept as the context that the new hypothesis must relate to differently.")
     task: str | None = option(None, label="Task:", gui=None, kind=str,
-                              help="a short task description for the prompts (default: guessed from the labels)")
+                              help="task description for the prompts (default: guessed from the labels)")
     edit_polar: float = option(
         0.8, label="Edit sentences read as original, P ≥", modes=_EDIT, minimum=0.0, maximum=1.0, step=0.05,
-        off="off",
-        help="also edit every sentence the sentence reader, reading it alone, gives the original label (the members: "
-        "with at least this probability; default 0.8; 0: off, only sentences holding principal words)")
+        off="off", help="also edit sentences read alone as the original label (default 0.8; 0: off)",
+        more="Every sentence that the sentence reader, reading it alone, gives the original label (the members: with "
+        "at least this probability; any length with the LLM reader, three words or more with the members, who "
+        "misread short ones) is edited, even without a principal word: human editors change every sentence that "
+        "carries the label. 0: only sentences holding principal words are edited.")
     edit_moved: float = option(
         0.25, label="Repair edits that did not move, gain <", modes=_EDIT, minimum=0.0, maximum=1.0, step=0.05,
-        off="off",
-        help="an edited sentence the sentence reader still does not read as the target (P < 0.5, risen by less than "
-        "this) is sent back once, saying it still reads as the original label (default 0.25; 0: off, and the "
-        "labels' word z-statistics test the direction instead)")
+        off="off", help="repair once an edit not read as the target, risen less than this (default 0.25; 0: off)",
+        more="An edited sentence the sentence reader still does not give the target (P < 0.5) whose target "
+        "probability rose by less than this is sent back once, saying it still reads as the original label (a "
+        "small model often answers a synonym, \"tired\" → \"weary\"); the repair is kept only when it reads more "
+        "as the target. 0: off, and the labels' word z-statistics test the direction instead.")
     edit_fresh: bool = option(
         True, label="Try an unusable or unmoved edit once more, in a fresh conversation", modes=_EDIT,
-        help="a sentence whose edit and repair were both unusable, or still read as unmoved, gets one more request "
-        "in a fresh conversation with a new seed (default: on)")
+        help="retry an unusable or unmoved edit in a fresh conversation (default: on)",
+        more="A sentence whose edit and repair were both unusable, or that the sentence reader still reads as "
+        "unmoved, gets one more request with a new seed (about one sentence in four with the bundled model).")
     edit_opinion: bool = option(
         True, label="Ask which words carry the opinion of a sentence read as original", modes=_EDIT,
         aliases=(("--no-opinion-words", False),),
-        help="ask the LLM which words make a sentence read as the original label (one short request each); they are "
-        "named to change, and spurious words among them may change too, recorded (default: on)")
+        help="ask which words carry a sentence's original label (default: on)",
+        more="For each sentence read as the original label, the LLM marks the words that make it so (one short "
+        "request each); they are named to change instead of the principal words, and a spurious word among them "
+        "may change too (recorded with the candidate, not held against it).")
     edit_hold: bool = option(
         True, label="Keep spurious opinion words: turn the opinion around them first", modes=_EDIT, needs=_OPINION,
         aliases=(("--release-at-once", False),),
-        help="a spurious word among the marked opinion words is first kept and the opinion turned around it "
-        "(\"hardly a heartfelt movie\"); it is released only when that edit fails or is not read as the target "
-        "(default: on; off: released at once)")
+        help="first keep a spurious opinion word, turning the opinion around it (default: on)",
+        more="A spurious word among the marked words (\"heartfelt\", \"masterpiece\") is first kept and the opinion "
+        "turned around it (\"hardly a heartfelt movie\"), as a counterbias example needs; it is released only when "
+        "that edit and its repair fail their checks or are not read as the target (one or two more requests per "
+        "such sentence). Off: released at once.")
     edit_swap: bool = option(
         True, label="Swap each opinion phrase for its opposite where every edit failed", modes=_EDIT, needs=_OPINION,
         aliases=(("--no-phrase-swap", False),),
-        help="a sentence still read as the original label after every edit gets the opposite of each marked opinion "
-        "phrase in place, kept when it then reads more as the target (default: on)")
+        help="swap the marked phrases for their opposites where every edit failed (default: on)",
+        more="A sentence that still reads as the original label after every edit gets one more try: the LLM gives "
+        "the opposite of each marked phrase, which replaces it in the sentence as written (every other word stays), "
+        "kept only when the sentence then reads more as the target.")
     edit_remove: bool = option(
         True, label="Remove a sentence still read as original after every try", modes=_EDIT,
         aliases=(("--keep-stubborn", False),),
-        help="a sentence read as the original label with no usable edit after every try is removed when it holds no "
-        "word to keep, another sentence was edited and at most a third of the sentences go (default: on; off: it "
-        "stays and the residual check counts it)")
+        help="remove a sentence still read as the original label after every try (default: on)",
+        more="A sentence read as the original label with no usable edit after every try (\"Very recommendable.\" "
+        "sent back unchanged) is removed, as human editors often do, when it holds no word to keep, another "
+        "sentence was edited and at most a third of the sentences go. Off: it stays and the residual check counts "
+        "it.")
     edit_triples: bool = option(
         False, label="Also edit sentences holding a principal triple (one more LLM request per sentence)",
-        modes=_EDIT,
-        help="also extract every sentence's fact triples (one request per sentence) and edit the sentences holding a "
-        "principal triple (default: off; sentences are chosen by their principal words)")
+        modes=_EDIT, help="also edit the sentences holding a principal triple (default: off)",
+        more="Extracts the fact triples of every sentence first (one request per sentence, as the reconstruct mode "
+        "does) and edits the sentences whose triples hold a principal word; off, sentences are chosen by their "
+        "principal words, ratings and the sentence reader, and no triple request is sent.")
     sentence_reader: str = option(
         "llm", label="Sentences read by:", modes=_EDIT,
         items=(("llm", "The LLM (one short request per sentence)"), ("members", "The ensemble members")),
-        help="who reads single sentences for --edit-polar, --edit-moved and the residual check: llm (default; one "
-        "short cached request per sentence) or members (the judge members, trained on whole texts)")
+        help="who reads single sentences: llm (default) or members",
+        more="The reader finds the sentences that speak for the original label (edit_polar), sees whether an edit "
+        "moved (edit_moved) and holds back candidates with a sentence still read as the original label (the "
+        "residual check; not with the members). The LLM: one short cached request per distinct sentence. The "
+        "members are trained on whole texts and misread short sentences.")
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
