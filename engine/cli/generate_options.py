@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 
-from engine.counterbias.settings import MODES, OPTIONS, GenerateSettings, Option
+from engine.generate_settings import MODES, OPTIONS, GenerateSettings, Option
 
 __all__ = ["add_generate_options", "explicit_options", "generate_flags", "settings_from_args"]
 
