@@ -8,6 +8,8 @@ from typing import Any
 
 from PySide6.QtCore import QByteArray, QSettings
 
+from widgets.llm_dialog import DEFAULT_VALUES as LLM_DEFAULTS
+
 #: Bump when a default changes meaning; :meth:`Settings.migrate` then resets or converts keys.
 SETTINGS_VERSION = 1
 
@@ -19,29 +21,9 @@ DEFAULTS: dict[str, Any] = {
     "window_geometry": QByteArray(),
     "window_state": QByteArray(),
     "search_debounce_ms": 250,
-    # LLM used for counterbias generation (never an API key: only the NAME of its variable)
-    "llm_backend": "local",
-    "llm_model": "qwen2.5-coder-1.5b",
-    "llm_base_url": "",
-    "llm_api_key_env": "",
-    "llm_concurrency": 8,
-    "llm_temperature": 0.7,
-    "llm_samples": 1,
-    "llm_targets": "other",
-    "llm_seed": 13,
-    "llm_shuffle": True,
-    "llm_drop_prob": 0.1,
-    "llm_swap_gender": True,
-    "llm_edit_polar": 0.8,
-    "llm_edit_moved": 0.25,
-    "llm_edit_fresh": True,
-    "llm_edit_opinion": True,
-    "llm_edit_hold": True,
-    "llm_edit_swap": True,
-    "llm_edit_remove": True,
-    "llm_edit_triples": False,
-    "llm_sentence_reader": "llm",
-    "llm_mode": "edit",
+    # LLM used for counterbias generation (never an API key: only the NAME of its variable): the LLM dialog's
+    # values, whose generation options take the defaults declared in engine.counterbias.settings
+    **{f"llm_{key}": value for key, value in LLM_DEFAULTS.items()},
 }
 
 

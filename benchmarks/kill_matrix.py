@@ -203,7 +203,7 @@ def build(workdir: Path, server_url: str) -> dict[str, Step]:
             triples_state, grew, lambda p, ref: triples_state(p) == ref),
         "generate": Step(
             "generate", voted,
-            lambda p: ["generate", str(p), "d", "--limit", str(LIMIT["generate"]), "--drop-prob", "0",
+            lambda p: ["generate", str(p), "d", "--limit", str(LIMIT["generate"]),
                        "--judge", "none", *llm],
             generate_state, grew, lambda p, ref: generate_state(p) == ref),
         "export": Step(

@@ -138,7 +138,7 @@ def main() -> int:
                 "--max-length", "64", "--max-train-rows", "200")
     run_checked("vote", str(path), "reviews", "--ig-steps", "8", "-k", "3")
     first = 10
-    run_checked("generate", str(path), "reviews", "--limit", str(first), "--drop-prob", "0", "--judge", "none", *llm)
+    run_checked("generate", str(path), "reviews", "--limit", str(first), "--judge", "none", *llm)
     setup_s = time.monotonic() - t0
     bulk = write_bulk(tmp / "bulk.csv", args.import_rows, 2)
 
@@ -171,7 +171,7 @@ def main() -> int:
     importer = CliLoop("import", ((("import", str(path), str(bulk), "--name", f"bulk {k}") for k in range(1, 10_000))),
                        deadline)
     limits = list(range(first + 10, args.reviews + 1, 10))
-    generator = CliLoop("generate", ((("generate", str(path), "reviews", "--limit", str(n), "--drop-prob", "0",
+    generator = CliLoop("generate", ((("generate", str(path), "reviews", "--limit", str(n),
                                        "--judge", "none", *llm) for n in limits)), deadline)
     importer.start()
     generator.start()

@@ -32,37 +32,23 @@ from PySide6.QtWidgets import (
 
 from engine.errors import CounterbiasError
 from engine.llm.base import Usage
-from engine.counterbias.settings import GenerateSettings
+from engine.counterbias.settings import MODES, OPTIONS, GenerateSettings, Option, inactive_options
 from engine.llm.config import DEFAULT_PARAMS, LLMConfig
 
-__all__ = ["DEFAULT_VALUES", "FIELDS", "LLMDialog", "config_from_values", "device_text", "settings_from_values",
+__all__ = ["DEFAULT_VALUES", "FIELDS", "GUI_OPTIONS", "LLMDialog", "config_from_values", "device_text", "settings_from_values",
            "usage_text"]
 
-#: The values the dialog edits, with their defaults.
+#: The generation options the dialog shows (declared in :data:`engine.counterbias.settings.OPTIONS`, ``gui`` set).
+GUI_OPTIONS: dict[str, Option] = {name: o for name, o in OPTIONS.items() if o.gui is not None}
+
+#: The values the dialog edits, with their defaults: the connection's, then the declared generation options'.
 DEFAULT_VALUES: dict[str, Any] = {
     "backend": "local",
     "model": "qwen2.5-coder-1.5b",
     "base_url": "",
     "api_key_env": "",
     "concurrency": 8,
-    "temperature": 0.7,
-    "samples": 1,
-    # generation (CoBA) options
-    "targets": "other",
-    "seed": 13,
-    "shuffle": True,
-    "drop_prob": 0.1,
-    "swap_gender": True,
-    "mode": "edit",
-    "edit_polar": 0.8,
-    "edit_moved": 0.25,
-    "edit_fresh": True,
-    "edit_opinion": True,
-    "edit_hold": True,
-    "edit_swap": True,
-    "edit_remove": True,
-    "edit_triples": False,
-    "sentence_reader": "llm",
+    **{name: o.default for name, o in GUI_OPTIONS.items()},
 }
 FIELDS = tuple(DEFAULT_VALUES)
 
@@ -113,111 +99,25 @@ class LLMDialog(QDialog):
                                     "entry of that name). The key itself is never stored.")
         self.concurrency = QSpinBox(minimum=1, maximum=512)
         self.concurrency.setToolTip("Requests in flight at once")
-        self.temperature = QDoubleSpinBox(minimum=0.0, maximum=2.0, singleStep=0.1, decimals=2)
-        self.samples = QSpinBox(minimum=1, maximum=50)
-        self.samples.setToolTip("Candidates per example and target label")
+        for name, declared in GUI_OPTIONS.items():
+            setattr(self, name, option_widget(declared))
         form = QFormLayout()
         form.addRow("Backend:", self.backend)
         form.addRow("Model:", self.model)
         form.addRow("Base URL:", self.base_url)
         form.addRow("API key variable:", self.api_key_env)
         form.addRow("Concurrency:", self.concurrency)
-        form.addRow("Temperature:", self.temperature)
+        generation = QGroupBox("Generation")
+        gen_form = QFormLayout(generation)
+        for name, declared in GUI_OPTIONS.items():
+            widget = getattr(self, name)
+            (form if declared.gui == "llm" else gen_form).addRow("" if declared.kind is bool else declared.label,
+                                                                 widget)
         self.device = QLabel("—")
         self.device.setObjectName("llmDevice")
         self.device.setWordWrap(True)
         self.device.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         form.addRow("Runs on:", self.device)
-
-        self.targets = QComboBox()
-        self.targets.setEditable(True)
-        self.targets.addItem("other", "other")
-        self.targets.addItem("each", "each")
-        self.targets.setToolTip("Target labels: 'other' (binary: the other label; multi-class: every other "
-                                "label), 'each' (every other label), or label names separated by commas")
-        self.seed = QSpinBox(minimum=0, maximum=2**31 - 1)
-        self.seed.setToolTip("Seeds the shuffle/drop of normal triples and the LLM's sampling")
-        self.shuffle = QCheckBox("Shuffle normal triples")
-        self.drop_prob = QDoubleSpinBox(minimum=0.0, maximum=0.9, singleStep=0.05, decimals=2)
-        self.drop_prob.setToolTip("Chance to drop each normal triple (never a principal or spurious one)")
-        self.swap_gender = QCheckBox("Swap gendered words (binary word-pair list)")
-        self.swap_gender.setToolTip(
-            "Replace each word naming a person's gender by its counterpart (he/she, actor/actress) with the bundled "
-            "WinoBias and GN-GloVe pairs, in edited and untouched sentences alike. Not swapped: a text that names a "
-            "person, names (\"Stephen King\"), verbs (\"miss it\"), exclamations (\"Oh boy\"), idioms, the deity, "
-            "and pairs that name no person of either gender (gay/lesbian, anatomy, animals: not_swapped.txt).")
-        self.sentence_reader = QComboBox()
-        self.sentence_reader.addItem("The LLM (one short request per sentence)", "llm")
-        self.sentence_reader.addItem("The ensemble members", "members")
-        self.sentence_reader.setToolTip("Edit mode: who reads single sentences — to find the sentences that speak for "
-                                        "the original label, to see whether an edit moved, and to hold back "
-                                        "candidates with a sentence still read as the original label. The members "
-                                        "are trained on whole texts and misread short sentences.")
-        self.edit_polar = QDoubleSpinBox(minimum=0.0, maximum=1.0, singleStep=0.05, decimals=2)
-        self.edit_polar.setSpecialValueText("off")
-        self.edit_polar.setToolTip("Edit mode: also edit every sentence that the sentence reader, reading it alone, "
-                                   "gives the original label (the members: with at least this probability; 0: off, "
-                                   "only sentences holding principal words are edited)")
-        self.edit_moved = QDoubleSpinBox(minimum=0.0, maximum=1.0, singleStep=0.05, decimals=2)
-        self.edit_moved.setSpecialValueText("off")
-        self.edit_moved.setToolTip("Edit mode: an edited sentence the sentence reader still does not give "
-                                   "the target label (P < 0.5, risen by less than this) is sent back once, saying it "
-                                   "still reads as the original label (a synonym instead of the opposite); 0: off")
-        self.edit_fresh = QCheckBox("Try an unusable or unmoved edit once more, in a fresh conversation")
-        self.edit_fresh.setToolTip("Edit mode: a sentence whose edit and repair were both unusable, or that the "
-                                   "ensemble still reads as unmoved, gets one more request with a new seed (about "
-                                   "one sentence in four with the bundled model)")
-        self.edit_opinion = QCheckBox("Ask which words carry the opinion of a sentence read as original")
-        self.edit_opinion.setToolTip("Edit mode: for each sentence read as the original label, the LLM marks the "
-                                     "words that make it so (one short request each); they are named to change, "
-                                     "and spurious words among them may change too (recorded with the candidate)")
-        self.edit_hold = QCheckBox("Keep spurious opinion words: turn the opinion around them first")
-        self.edit_hold.setToolTip("Edit mode, with the opinion words: a spurious word among the marked words "
-                                  "(\"heartfelt\", \"masterpiece\") is first kept and the opinion turned around it "
-                                  "(\"hardly a heartfelt movie\"), as a counterbias example needs; it is released "
-                                  "only when that edit and its repair fail their checks or are not read as the "
-                                  "target (one or two more requests per such sentence)")
-        self.edit_swap = QCheckBox("Swap each opinion phrase for its opposite where every edit failed")
-        self.edit_swap.setToolTip("Edit mode, with the opinion words: a sentence that still reads as the original "
-                                  "label after every edit gets one more try; the LLM gives the opposite of each "
-                                  "marked phrase, which replaces it in the sentence as written (every other word "
-                                  "stays), kept only when the sentence then reads more as the target")
-        self.edit_remove = QCheckBox("Remove a sentence still read as original after every try")
-        self.edit_remove.setToolTip("Edit mode: a sentence read as the original label that has no usable edit after "
-                                    "every try (\"Very recommendable.\" sent back unchanged) is removed, as human "
-                                    "editors often do, when it holds no word to keep, another sentence was edited "
-                                    "and at most a third of the sentences go; off, it stays and the residual check "
-                                    "counts it")
-        self.edit_triples = QCheckBox("Also edit sentences holding a principal triple (one more LLM request per "
-                                      "sentence)")
-        self.edit_triples.setToolTip("Edit mode: extract the fact triples of every sentence first (as the "
-                                     "reconstruct mode does) and edit the sentences whose triples hold a principal "
-                                     "word; off, sentences are chosen by their principal words alone and no triple "
-                                     "request is sent")
-        self.mode = QComboBox()
-        self.mode.addItem("Edit sentences (keeps the rest of the text)", "edit")
-        self.mode.addItem("Reconstruct from triples (CoBA paper)", "reconstruct")
-        self.mode.setToolTip("Edit: only sentences holding principal words are rewritten, every other sentence "
-                             "is kept as it is. Reconstruct: the whole text is rewritten from its triples "
-                             "(shuffle and drop apply only here).")
-        generation = QGroupBox("Generation")
-        gen_form = QFormLayout(generation)
-        gen_form.addRow("Mode:", self.mode)
-        gen_form.addRow("Samples:", self.samples)
-        gen_form.addRow("Target labels:", self.targets)
-        gen_form.addRow("Seed:", self.seed)
-        gen_form.addRow("", self.shuffle)
-        gen_form.addRow("Drop probability:", self.drop_prob)
-        gen_form.addRow("", self.swap_gender)
-        gen_form.addRow("Sentences read by:", self.sentence_reader)
-        gen_form.addRow("Edit sentences read as original, P ≥", self.edit_polar)
-        gen_form.addRow("Repair edits that did not move, gain <", self.edit_moved)
-        gen_form.addRow("", self.edit_fresh)
-        gen_form.addRow("", self.edit_opinion)
-        gen_form.addRow("", self.edit_hold)
-        gen_form.addRow("", self.edit_swap)
-        gen_form.addRow("", self.edit_remove)
-        gen_form.addRow("", self.edit_triples)
 
         self.test_button = QPushButton("Test connection")
         self.test_button.clicked.connect(self.request_test)
@@ -250,8 +150,8 @@ class LLMDialog(QDialog):
 
         self.backend.currentIndexChanged.connect(self._backend_changed)
         self.model.currentTextChanged.connect(lambda _: self._show_device())
-        self.mode.currentIndexChanged.connect(self._mode_changed)
-        self.edit_opinion.toggled.connect(self._mode_changed)
+        for name in GUI_OPTIONS:
+            _changed(getattr(self, name)).connect(self._mode_changed)
         self.set_values(values)
         self._mode_changed()
 
@@ -266,24 +166,8 @@ class LLMDialog(QDialog):
         self.base_url.setText(str(values["base_url"] or ""))
         self.api_key_env.setText(str(values["api_key_env"] or ""))
         self.concurrency.setValue(int(values["concurrency"]))
-        self.temperature.setValue(float(values["temperature"]))
-        self.samples.setValue(int(values["samples"]))
-        self.targets.setCurrentText(str(values["targets"] or "other"))
-        self.seed.setValue(int(values["seed"]))
-        self.shuffle.setChecked(bool(values["shuffle"]))
-        self.drop_prob.setValue(float(values["drop_prob"]))
-        self.swap_gender.setChecked(bool(values["swap_gender"]))
-        self.edit_polar.setValue(float(values.get("edit_polar", DEFAULT_VALUES["edit_polar"])))
-        self.edit_moved.setValue(float(values.get("edit_moved", DEFAULT_VALUES["edit_moved"])))
-        self.edit_fresh.setChecked(bool(values.get("edit_fresh", DEFAULT_VALUES["edit_fresh"])))
-        self.edit_opinion.setChecked(bool(values.get("edit_opinion", DEFAULT_VALUES["edit_opinion"])))
-        self.edit_hold.setChecked(bool(values.get("edit_hold", DEFAULT_VALUES["edit_hold"])))
-        self.edit_swap.setChecked(bool(values.get("edit_swap", DEFAULT_VALUES["edit_swap"])))
-        self.edit_remove.setChecked(bool(values.get("edit_remove", DEFAULT_VALUES["edit_remove"])))
-        self.edit_triples.setChecked(bool(values.get("edit_triples", DEFAULT_VALUES["edit_triples"])))
-        self.mode.setCurrentIndex(max(self.mode.findData(str(values.get("mode") or "edit")), 0))
-        self.sentence_reader.setCurrentIndex(max(self.sentence_reader.findData(
-            str(values.get("sentence_reader") or DEFAULT_VALUES["sentence_reader"])), 0))
+        for name, declared in GUI_OPTIONS.items():
+            set_option_value(getattr(self, name), declared, values[name])
 
     def values(self) -> dict[str, Any]:
         """The edited values (keys of :data:`FIELDS`)."""
@@ -293,23 +177,7 @@ class LLMDialog(QDialog):
             "base_url": self.base_url.text().strip(),
             "api_key_env": self.api_key_env.text().strip(),
             "concurrency": self.concurrency.value(),
-            "temperature": round(self.temperature.value(), 2),
-            "samples": self.samples.value(),
-            "targets": self.targets.currentText().strip() or "other",
-            "seed": self.seed.value(),
-            "shuffle": self.shuffle.isChecked(),
-            "drop_prob": round(self.drop_prob.value(), 2),
-            "swap_gender": self.swap_gender.isChecked(),
-            "mode": self.mode.currentData(),
-            "edit_polar": round(self.edit_polar.value(), 2),
-            "edit_moved": round(self.edit_moved.value(), 2),
-            "edit_fresh": self.edit_fresh.isChecked(),
-            "edit_opinion": self.edit_opinion.isChecked(),
-            "edit_hold": self.edit_hold.isChecked(),
-            "edit_swap": self.edit_swap.isChecked(),
-            "edit_remove": self.edit_remove.isChecked(),
-            "edit_triples": self.edit_triples.isChecked(),
-            "sentence_reader": self.sentence_reader.currentData(),
+            **{name: option_value(getattr(self, name), declared) for name, declared in GUI_OPTIONS.items()},
         }
 
     def config(self) -> LLMConfig:
@@ -393,15 +261,11 @@ class LLMDialog(QDialog):
         self._show_device()
 
     def _mode_changed(self) -> None:
-        """Enable the controls the chosen mode reads; the others keep their values, greyed out."""
-        reconstruct = self.mode.currentData() == "reconstruct"
-        for widget in (self.shuffle, self.drop_prob):
-            widget.setEnabled(reconstruct)
-        for widget in (self.sentence_reader, self.edit_polar, self.edit_moved, self.edit_fresh, self.edit_opinion,
-                       self.edit_remove, self.edit_triples):
-            widget.setEnabled(not reconstruct)
-        self.edit_swap.setEnabled(not reconstruct and self.edit_opinion.isChecked())  # swaps the marked phrases
-        self.edit_hold.setEnabled(not reconstruct and self.edit_opinion.isChecked())  # holds words of those phrases
+        """Enable the options that take effect with the others (mode, needed options); the rest keep their values,
+        greyed out."""
+        inactive = inactive_options(self.values())
+        for name in GUI_OPTIONS:
+            getattr(self, name).setEnabled(name not in inactive)
 
     def _show_device(self) -> None:
         """Say where the model runs: the local runtime's device, threads and slots, or the server."""
@@ -445,7 +309,8 @@ def config_from_values(values: Mapping[str, Any]) -> LLMConfig:
 
 
 def settings_from_values(values: Mapping[str, Any]) -> GenerateSettings:
-    """The :class:`GenerateSettings` of dialog values (samples, temperature, targets, seed, shuffle/drop, gender).
+    """The :class:`GenerateSettings` of dialog values: the shown options that take effect (a greyed-out one is
+    kept in the dialog's values but not applied: its default is).
 
     Raises
     ------
@@ -453,22 +318,76 @@ def settings_from_values(values: Mapping[str, Any]) -> GenerateSettings:
         Values the settings refuse (e.g. a drop probability out of range).
     """
     values = {**DEFAULT_VALUES, **values}
-    return GenerateSettings(
-        samples=int(values["samples"]),
-        temperature=float(values["temperature"]),
-        targets=str(values["targets"] or "other").strip(),
-        seed=int(values["seed"]),
-        shuffle=bool(values["shuffle"]),
-        drop_prob=float(values["drop_prob"]),
-        swap_gender=bool(values["swap_gender"]),
-        mode=str(values["mode"] or "edit"),
-        edit_polar=float(values["edit_polar"]),
-        edit_moved=float(values["edit_moved"]),
-        edit_fresh=bool(values["edit_fresh"]),
-        edit_opinion=bool(values.get("edit_opinion", True)),
-        edit_hold=bool(values.get("edit_hold", True)),
-        edit_swap=bool(values.get("edit_swap", True)),
-        edit_remove=bool(values.get("edit_remove", True)),
-        edit_triples=bool(values.get("edit_triples", False)),
-        sentence_reader=str(values["sentence_reader"] or "llm"),
-    )
+    chosen = {name: values[name] for name in GUI_OPTIONS}
+    inactive = inactive_options(chosen)
+    return GenerateSettings(**{name: value for name, value in chosen.items() if name not in inactive}).validate()
+
+
+def option_widget(declared: Option) -> QWidget:
+    """The widget of a declared option: a check box (bool), a combo box (choices), a spin box (number)."""
+    widget: QWidget
+    if declared.kind is bool:
+        widget = QCheckBox(declared.label)
+    elif declared.items:
+        widget = QComboBox()
+        widget.setEditable(not declared.closed)
+        for value, label in declared.items:
+            widget.addItem(label, value)
+    elif declared.kind is int:
+        widget = QSpinBox(minimum=int(declared.minimum or 0), maximum=int(declared.maximum or 2**31 - 1))
+    elif declared.kind is float:
+        widget = QDoubleSpinBox(minimum=declared.minimum or 0.0, maximum=declared.maximum or 1.0,
+                                singleStep=declared.step or 0.1, decimals=declared.decimals)
+        if declared.off:
+            widget.setSpecialValueText(declared.off)
+    else:
+        widget = QLineEdit()
+    scope = "" if set(declared.modes) == set(MODES) else f"{'/'.join(declared.modes).capitalize()} mode"
+    if declared.needs:
+        scope += (", with " if scope else "With ") + ", ".join(f"“{OPTIONS[n].label}” on" for n in declared.needs)
+    text = declared.help[0].upper() + declared.help[1:] + "." + (f" {declared.more}" if declared.more else "")
+    widget.setToolTip(f"{scope}: {text}" if scope else text)
+    return widget
+
+
+def _changed(widget: QWidget):
+    if isinstance(widget, QCheckBox):
+        return widget.toggled
+    if isinstance(widget, QComboBox):
+        return widget.currentTextChanged
+    if isinstance(widget, (QSpinBox, QDoubleSpinBox)):
+        return widget.valueChanged
+    return widget.textChanged
+
+
+def set_option_value(widget: QWidget, declared: Option, value: Any) -> None:
+    """Show ``value`` in the widget of a declared option."""
+    value = declared.default if value is None else value
+    if isinstance(widget, QCheckBox):
+        widget.setChecked(bool(value))
+    elif isinstance(widget, QComboBox):
+        if widget.isEditable():
+            widget.setCurrentText(str(value or declared.default))
+        else:
+            widget.setCurrentIndex(max(widget.findData(str(value or declared.default)), 0))
+    elif isinstance(widget, QSpinBox):
+        widget.setValue(int(value))
+    elif isinstance(widget, QDoubleSpinBox):
+        widget.setValue(float(value))
+    else:
+        widget.setText(str(value or ""))
+
+
+def option_value(widget: QWidget, declared: Option) -> Any:
+    """The value the widget of a declared option shows."""
+    if isinstance(widget, QCheckBox):
+        return widget.isChecked()
+    if isinstance(widget, QComboBox):
+        if widget.isEditable():
+            return widget.currentText().strip() or declared.default
+        return widget.currentData()
+    if isinstance(widget, QSpinBox):
+        return widget.value()
+    if isinstance(widget, QDoubleSpinBox):
+        return round(widget.value(), declared.decimals)
+    return widget.text().strip() or declared.default

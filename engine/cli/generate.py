@@ -20,6 +20,7 @@ from engine.cli.args import (
     selected_example_ids,
 )
 from engine.cli.commands import command
+from engine.cli.generate_options import add_generate_options, settings_from_args
 from engine.cli.progress import StderrProgress
 from engine.errors import EXIT_OK
 from engine.progress import CancelToken
@@ -34,48 +35,7 @@ def _add_generate(sub: argparse._SubParsersAction) -> None:
         description="Needs a vote (principal/spurious words) on the dataset. Each example gets N candidates per "
         "target label; every step is stored; failures are recorded per candidate and retried by the next run.",
     )
-    p.add_argument("--mode", choices=("edit", "reconstruct"), default="edit",
-                   help="edit (default): rewrite only the sentences holding principal words, keep the rest verbatim; "
-                   "reconstruct: the CoBA paper's full rewrite from the triples")
-    p.add_argument("--no-flip-repair", action="store_true",
-                   help="edit mode: do not repair candidates that still read as the original label")
-    p.add_argument("--targets", default="other", help="other (default), each, or comma-separated label names")
-    p.add_argument("--samples", type=int, default=1, help="candidates per example and target (default 1)")
-    p.add_argument("--drop-prob", type=float, default=0.1,
-                   help="reconstruct mode: chance to drop each normal triple (default 0.1)")
-    p.add_argument("--no-shuffle", action="store_true", help="reconstruct mode: keep normal triples in their order")
-    p.add_argument("--no-gender-swap", action="store_true", help="do not swap gendered words")
-    p.add_argument("--sentence-reader", default="llm",
-                   help="edit mode: who reads single sentences for --edit-polar, --edit-moved and the residual "
-                   "check: llm (default; one short cached request per sentence) or members (the judge members)")
-    p.add_argument("--edit-polar", type=float, default=0.8,
-                   help="edit mode: also edit sentences the sentence reader reads alone as the original label (the "
-                   "members: with at least this probability; default 0.8; 0: only sentences holding principal words)")
-    p.add_argument("--edit-moved", type=float, default=0.25,
-                   help="edit mode: repair once an edited sentence the sentence reader still does not read as the "
-                   "target (P < 0.5, risen by less than this; default 0.25; 0: off)")
-    p.add_argument("--no-edit-fresh", action="store_true",
-                   help="edit mode: do not try a sentence once more (fresh conversation, new seed) when its edit "
-                   "and repair were both unusable, or the sentence reader still reads it as unmoved")
-    p.add_argument("--no-opinion-words", action="store_true",
-                   help="edit mode: do not ask the LLM which words make a sentence read as the original label (by "
-                   "default they are named to change, and spurious words among them may change)")
-    p.add_argument("--release-at-once", action="store_true",
-                   help="edit mode: release a spurious word inside the marked opinion words at once (by default the "
-                   "sentence is first edited with it kept and the opinion turned around it; it is released only when "
-                   "that edit is unusable or not read as the target)")
-    p.add_argument("--no-phrase-swap", action="store_true",
-                   help="edit mode: do not ask for the opposite of each marked opinion phrase of a sentence that "
-                   "still reads as the original label after every edit (by default the phrases are replaced in the "
-                   "sentence as written, and kept when the result reads more as the target)")
-    p.add_argument("--keep-stubborn", action="store_true",
-                   help="edit mode: keep a sentence read as the original label that has no usable edit after every "
-                   "try (by default it is removed when it holds no word to keep, another sentence was edited and at "
-                   "most a third of the sentences go)")
-    p.add_argument("--edit-triples", action="store_true",
-                   help="edit mode: also extract every sentence's fact triples (one LLM request per sentence) and edit "
-                   "the sentences holding a principal triple (by default sentences are chosen by their principal words)")
-    p.add_argument("--fields", help="fields to edit (default: text, or hypothesis for pairs)")
+    add_generate_options(p)
     p.add_argument("--judge", help="comma-separated judge members (default: the vote's members and the members that only "
                    "judge; 'none')")
     p.add_argument("--vote-set", type=int, help="vote set id (default: the newest vote per example)")
@@ -83,20 +43,11 @@ def _add_generate(sub: argparse._SubParsersAction) -> None:
 
 
 def _run_generate(args: argparse.Namespace, progress: StderrProgress, cancel: CancelToken) -> int:
-    from engine.counterbias import GenerateSettings, candidate_rows, flip_rates, generate_counterbias
+    from engine.counterbias import candidate_rows, flip_rates, generate_counterbias
     from engine.store import Project
 
+    settings = settings_from_args(args)  # refuses an option given where it has no effect (CB801)
     config = llm_config_from_args(args)
-    settings = GenerateSettings(
-        targets=args.targets, samples=args.samples, temperature=args.temperature, seed=args.seed,
-        max_tokens=args.max_tokens, shuffle=not args.no_shuffle, drop_prob=args.drop_prob,
-        swap_gender=not args.no_gender_swap, mode=args.mode, repair_flip=not args.no_flip_repair,
-        edit_polar=args.edit_polar, edit_moved=args.edit_moved, edit_fresh=not args.no_edit_fresh,
-        edit_opinion=not args.no_opinion_words, edit_hold=not args.release_at_once, edit_swap=not args.no_phrase_swap,
-        edit_remove=not args.keep_stubborn,
-        edit_triples=args.edit_triples, sentence_reader=args.sentence_reader,
-        fields=tuple(csv_list(args.fields)) if args.fields else None,
-    )
     judge = None if args.judge is None else ([] if args.judge == "none" else csv_list(args.judge))
     with Project.open(args.project) as project:
         dataset = project.dataset(args.dataset)

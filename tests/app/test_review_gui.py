@@ -110,7 +110,9 @@ def test_generate_review_undo_and_augment(window, qtbot, server):
     assert "candidate(s) made" in panel.message.text()
     run = project.db.execute("SELECT params FROM runs WHERE kind = 'generate' ORDER BY id DESC").fetchone()
     used = json.loads(run[0])["settings"]
-    assert (used["seed"], used["drop_prob"], used["shuffle"], used["swap_gender"]) == (7, 0.0, False, False)
+    assert (used["seed"], used["swap_gender"]) == (7, False)
+    # shuffle and drop apply to the reconstruct mode only: greyed out in the edit mode, they are not applied
+    assert (used["drop_prob"], used["shuffle"]) == (0.1, True)
     assert used["mode"] == "edit"  # the default: edited sentences, the rest of the text kept
     assert ctl.last_usage is not None and ctl.last_usage.total_tokens > 0
     assert "project total" in panel.tokens_label.text()

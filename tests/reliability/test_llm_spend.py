@@ -132,7 +132,7 @@ def test_generate_after_a_401_resumes_with_the_cached_answers(voted_project, stu
     server = stub(plan, reply=scripted_reply)
     path = str(voted_project.path)
     voted_project.close()
-    args = ["-q", "generate", path, "reviews", "--limit", "6", "--drop-prob", "0", *llm_args(server.base_url)]
+    args = ["-q", "generate", path, "reviews", "--limit", "6", *llm_args(server.base_url)]
     assert main(args) == EXIT_USER_ERROR
     capsys.readouterr()
     answered = cache_rows(path)

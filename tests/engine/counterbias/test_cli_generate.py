@@ -15,7 +15,7 @@ def test_generate_decide_augment_export(voted_project, stub, capsys, tmp_path):
     path = str(voted_project.path)
     voted_project.close()
     llm = ["--backend", "openai", "--base-url", server.base_url, "--model", "stub"]
-    assert main(["-q", "generate", path, "reviews", "--limit", "6", "--drop-prob", "0", *llm]) == EXIT_OK
+    assert main(["-q", "generate", path, "reviews", "--limit", "6", *llm]) == EXIT_OK
     out = json.loads(capsys.readouterr().out)
     assert out["created"] == 6 and out["failed"] == 0 and out["rates"]["n"] == 6
     assert main(["-q", "candidates", path, "reviews", "--status", "proposed"]) == EXIT_OK
