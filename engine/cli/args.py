@@ -74,9 +74,11 @@ _llm.add_argument("--slots", type=int, default=None,
 _llm.add_argument("--threads", type=int, default=None,
                   help="local backend: CPU threads (default: every core but one, at most 8)")
 _llm.add_argument("--timeout", type=float, default=120.0, help="seconds per request (default 120)")
-_llm.add_argument("--temperature", type=float, default=0.0)
-_llm.add_argument("--max-tokens", type=int, default=256)
-_llm.add_argument("--seed", type=int, default=0)
+# 0.7 and 384 are what every LLM verb has used: ``core`` once set them with set_defaults, which changes the
+# actions this parent shares with every verb (the 0.0 and 256 written here were never in effect)
+_llm.add_argument("--temperature", type=float, default=0.7, help="sampling temperature (default 0.7)")
+_llm.add_argument("--max-tokens", type=int, default=384, help="most tokens of one answer (default 384)")
+_llm.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
 
 
 def csv_list(value: str) -> list[str]:

@@ -277,7 +277,7 @@ def _add_core(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--targets", default="other", help="other (default), each, or comma-separated label names")
     p.add_argument("--judge", help="comma-separated judge members (default: none)")
     _index_options(p)
-    p.set_defaults(run=_run_core, temperature=0.7, max_tokens=384)
+    p.set_defaults(run=_run_core)
 
 
 def _run_core(args: argparse.Namespace, progress: StderrProgress, cancel: CancelToken) -> int:

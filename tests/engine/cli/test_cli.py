@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
@@ -10,7 +11,7 @@ import sys
 
 import pytest
 
-from engine.cli import main
+from engine.cli import build_parser, main
 
 
 def test_init_import_info_export(tmp_path, capsys, shared_data):
@@ -111,3 +112,17 @@ def test_demo_project(tmp_path, capsys):
     (ds,) = info["datasets"]
     assert ds["rows"] == 3904 and ds["splits"] == {"dev": 490, "train": 3414}
     assert main(["demo", str(proj)]) == 0  # idempotent
+
+
+def test_no_verb_changes_the_defaults_of_the_shared_llm_options():
+    # set_defaults on one verb changes the actions its parent shares with every verb: `core` did, and every verb's
+    # --temperature and --max-tokens defaults were not the ones written in engine/cli/args.py
+    from engine.cli.args import LLM
+
+    shared = {a.dest for a in LLM._actions if a.option_strings}
+    parser = build_parser()
+    verbs = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+    for name, sub in verbs.items():
+        assert not shared & set(sub._defaults), (name, shared & set(sub._defaults))
+    declared = {a.dest: a.default for a in LLM._actions if a.option_strings}
+    assert declared["temperature"] == 0.7 and declared["max_tokens"] == 384
