@@ -281,12 +281,18 @@ def trial(step: Step, workdir: Path, index: int, rng: random.Random,
         sent = server.count - before_count
         resent = max(0, sent - step.state(path)["cache"])
         resumed = resumed and resent <= LLM_CONCURRENCY
-    note = open_note + ("" if resumed else f" rerun rc={rerun.returncode}, resent {resent}: "
+    note = open_note + ("" if resumed else f" rerun rc={rerun.returncode}, resent {resent}, state "
+                                          f"{_shown(step.state(path))} (reference {_shown(step.reference)}): "
                                           f"{rerun.stderr.strip()[-300:]}")
     if not killed:
         note = (note + " (finished before the kill)").strip()
     shutil.rmtree(path.parent, ignore_errors=True)
     return integrity_ok, kept, resumed, resent, note, killed
+
+
+def _shown(state: dict) -> dict:
+    """A step's state for a note (an export's bytes by their length)."""
+    return {k: (len(v) if isinstance(v, bytes) else v) for k, v in state.items()}
 
 
 def main(argv: list[str] | None = None) -> int:
