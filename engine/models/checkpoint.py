@@ -13,11 +13,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from engine.io.output import new_file_mode
+
 __all__ = [
     "TrainState",
     "load_optimizer",
     "load_weights",
-    "process_umask",
     "publish_files",
     "save_optimizer",
     "save_weights",
@@ -76,7 +77,7 @@ def save_weights(model: Any, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     save_model(model, str(tmp))
-    os.chmod(tmp, 0o666 & ~process_umask())  # safetensors writes 0o600 whatever the umask
+    os.chmod(tmp, new_file_mode())  # safetensors writes 0o600 whatever the umask
     os.replace(tmp, path)
 
 
@@ -104,7 +105,7 @@ def save_optimizer(optimizer: Any, path: Path) -> None:
     meta = {"param_groups": json.dumps(sd["param_groups"]), "scalars": json.dumps(scalars)}
     tmp = path.with_suffix(".tmp")
     save_file(tensors, str(tmp), metadata=meta)
-    os.chmod(tmp, 0o666 & ~process_umask())
+    os.chmod(tmp, new_file_mode())
     os.replace(tmp, path)
 
 
@@ -133,21 +134,7 @@ def publish_files(folder: Path) -> None:
     ``safetensors`` writes its files ``0o600`` whatever the umask; the weights of a project are
     ordinary files that whoever may read the project may read too.
     """
-    mode = 0o666 & ~process_umask()
+    mode = new_file_mode()
     for path in folder.iterdir():
         if path.is_file() and not path.is_symlink():
             os.chmod(path, mode)
-
-
-def process_umask() -> int:
-    """The process's umask (read from ``/proc`` where it can be, so it is never changed meanwhile)."""
-    try:
-        with open("/proc/self/status", encoding="ascii", errors="replace") as f:
-            for line in f:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError, IndexError):
-        pass
-    value = os.umask(0o022)
-    os.umask(value)
-    return value

@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from engine.models.checkpoint import process_umask
+from engine.io.output import new_file_mode
 from engine.models.config import MemberSpec
 from engine.models.data import Example
 from engine.progress import CancelToken, ProgressFn, ensure_token, no_progress
@@ -131,7 +131,7 @@ def _write_shard(folder: Path, number: int, ids: list[int], crcs: list[int], vec
         },
         str(tmp),
     )
-    os.chmod(tmp, 0o666 & ~process_umask())  # safetensors writes 0o600 whatever the umask
+    os.chmod(tmp, new_file_mode())  # safetensors writes 0o600 whatever the umask
     os.replace(tmp, folder / f"part-{number:05d}.safetensors")
 
 
