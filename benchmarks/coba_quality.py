@@ -65,6 +65,7 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
+from types import SimpleNamespace
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -209,12 +210,11 @@ def ensemble_labels(project, members: list[str], texts: list[str]) -> list[str]:
     return out
 
 
-# ------------------------------------------------------------------ main
+# ------------------------------------------------------------------ setup
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+def add_setup_options(parser: argparse.ArgumentParser) -> None:
+    """The options that choose the reviews, the members and the vote (shared with ``generation_ablation.py``)."""
     parser.add_argument("--reviews", type=int, default=50, help="CAD dev reviews (default 50)")
     parser.add_argument("--shortest", action="store_true", help="the shortest reviews instead of a seeded sample")
     parser.add_argument("--rated", action="store_true",
@@ -237,36 +237,21 @@ def main() -> int:
     parser.add_argument("--model", default="qwen2.5-coder-1.5b", help="bundled local LLM")
     parser.add_argument("--threads", type=int, default=None,
                         help="LLM CPU threads (default: the product's, which follow the machine's load)")
-    parser.add_argument("--edit-polar", default="0.8",
-                        help="comma-separated edit_polar values, each generated and reported in this run "
-                        "(e.g. 0,0.8: before/after; the LLM answers they share come from the cache)")
-    parser.add_argument("--phrase-swap", default="1",
-                        help="comma-separated edit_swap values (0 off, 1 on), each generated and reported in this run "
-                        "(0,1: before/after; the LLM answers they share come from the cache)")
-    parser.add_argument("--hold", default="1",
-                        help="comma-separated edit_hold values (0: a spurious word among the marked opinion words is "
-                        "released at once; 1: first kept, the opinion turned around it), each generated and reported "
-                        "in this run (0,1: before/after; the LLM answers they share come from the cache)")
-    parser.add_argument("--llm-judge", action="store_true",
-                        help="also ask the LLM which label each candidate expresses (verification's llm-judge check)")
     parser.add_argument("--out", type=Path, default=None, help="JSONL of candidates (default next to the project)")
-    args = parser.parse_args()
 
+
+def prepare(args: argparse.Namespace) -> SimpleNamespace:
+    """The benchmark project: CAD train + dev, the members trained, the chosen reviews with their human
+    revisions, and the vote on them (each step reuses what the project already holds)."""
     from engine.attribution import VoteSettings, find_principal_words
     from engine.attribution.explainers import default_explainers
-    from engine.counterbias import GenerateSettings, candidate_rows, generate_counterbias
-    from engine.counterbias.manipulate import matched_words
-    from engine.counterbias.verify import released_words
     from engine.io.importer import ImportOptions, import_file
-    from engine.llm.config import LLMConfig
     from engine.models import MemberSpec, train_ensemble, train_preset
     from engine.models.config import DEFAULT_MEMBERS, EnsembleConfig
     from engine.models.store import get_model
     from engine.paths import user_data_dir
     from engine.store import ExampleQuery, Project
-    from engine.text.ratings import against, find_ratings
 
-    started = time.perf_counter()
     backbones = tuple(args.members.split(",")) if args.members else DEFAULT_MEMBERS
     if args.preset is None:
         from engine.models.device import default_preset
@@ -309,7 +294,7 @@ def main() -> int:
         wanted = {int(x) for x in args.ids.split(",") if x.strip()}
         chosen = [r for r in usable if int(r["id"]) in wanted]
         if len(chosen) < len(wanted):
-            parser.error(f"not usable CAD dev reviews: {sorted(wanted - {int(r['id']) for r in chosen})}")
+            raise SystemExit(f"not usable CAD dev reviews: {sorted(wanted - {int(r['id']) for r in chosen})}")
     ids = [int(r["id"]) for r in chosen]
     originals = {int(r["id"]): r for r in chosen}
     human = {i: revision_of[norm_text(originals[i]["text"])]["Text"] for i in ids}
@@ -331,6 +316,41 @@ def main() -> int:
                                 wordlists=("gender",), example_ids=ids)
     print(f"vote rule {vote_settings.rule}, methods {methods}, explained by {', '.join(explainers)}", file=sys.stderr)
     t_vote = time.perf_counter() - t0
+    return SimpleNamespace(path=path, out_path=out_path, project=project, dataset=dataset, members=members,
+                           ids=ids, originals=originals, human=human, vote=vote, t_vote=t_vote)
+
+
+# ------------------------------------------------------------------ main
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    add_setup_options(parser)
+    parser.add_argument("--edit-polar", default="0.8",
+                        help="comma-separated edit_polar values, each generated and reported in this run "
+                        "(e.g. 0,0.8: before/after; the LLM answers they share come from the cache)")
+    parser.add_argument("--phrase-swap", default="1",
+                        help="comma-separated edit_swap values (0 off, 1 on), each generated and reported in this run "
+                        "(0,1: before/after; the LLM answers they share come from the cache)")
+    parser.add_argument("--hold", default="1",
+                        help="comma-separated edit_hold values (0: a spurious word among the marked opinion words is "
+                        "released at once; 1: first kept, the opinion turned around it), each generated and reported "
+                        "in this run (0,1: before/after; the LLM answers they share come from the cache)")
+    parser.add_argument("--llm-judge", action="store_true",
+                        help="also ask the LLM which label each candidate expresses (verification's llm-judge check)")
+    args = parser.parse_args()
+
+    from engine.counterbias import GenerateSettings, candidate_rows, generate_counterbias
+    from engine.counterbias.manipulate import matched_words
+    from engine.counterbias.verify import released_words
+    from engine.llm.config import LLMConfig
+    from engine.text.ratings import against, find_ratings
+
+    started = time.perf_counter()
+    setup = prepare(args)
+    path, out_path, project, dataset, members = setup.path, setup.out_path, setup.project, setup.dataset, setup.members
+    ids, originals, human, vote, t_vote = setup.ids, setup.originals, setup.human, setup.vote, setup.t_vote
     config = LLMConfig(backend="local", model=args.model, concurrency=1,
                        params={"temperature": 0.0, "seed": 0}, options={"n_threads": args.threads} if args.threads else {})
     variants = [(float(x), bool(int(y)), bool(int(h))) for x in args.edit_polar.split(",")

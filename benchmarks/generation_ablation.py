@@ -1,0 +1,205 @@
+"""Which stages of the edit method earn their requests: each stage off in turn, and the minimal pipeline.
+
+The reviews, members and vote are those of ``coba_quality.py`` (same options: ``--reviews 50 --seed 34`` is a
+seeded sample of CAD dev reviews of ordinary length). Each variant is the product's default
+:class:`~engine.counterbias.GenerateSettings` with the options of one stage turned off (see ``VARIANTS``);
+``minimal`` turns every optional stage off (select the sentences with principal words → edit → check → the
+first try's one repair); ``seed+1`` is the default again with the next LLM seed: how far two runs of the same
+pipeline differ (the noise of the LLM's sampling). The LLM answers variants share come from the project's cache,
+so a variant costs only the requests in which it differs.
+
+Printed per variant, in one table: requests per review (every request the variant makes, cached or not),
+seconds per review (estimated as if run alone: the variant's time per new request × its requests), the share of
+reviews with a candidate, flip rates by the two independent judges of ``coba_quality.py`` (VADER and a TF-IDF
+model trained on IMDb without any CAD review) and by the product's ensemble, spurious words kept, the word edit
+distance to the original, the share of reviews whose candidate the accept rule passes, and that share with both
+independent judges agreeing the label flipped. Beside each difference from ``default``: the 95 % interval of the
+paired difference over reviews (2,000 bootstrap resamples). Per-review figures and candidates are written to
+``--results`` (JSONL, one file per variant) so that a reader can recheck them.
+
+Usage::
+
+    nice -n 5 python benchmarks/generation_ablation.py --reviews 50 --seed 34
+    python benchmarks/generation_ablation.py --reviews 2 --shortest --model smollm2-135m --members minilm-l3 \\
+        --max-train-rows 200 --methods ig --project /tmp/abl/small.cbproj --variants default,minimal  # a smoke run
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import coba_quality as cq  # noqa: E402  (the shared setup and judges)
+
+_STAGE_OFF: dict[str, dict[str, object]] = {
+    "polar": {"edit_polar": 0.0},  # read: sentences read as the original label are not added
+    "opinion": {"edit_opinion": False, "edit_hold": False, "edit_swap": False},  # mark (hold and swap need it)
+    "hold": {"edit_hold": False},
+    "fresh": {"edit_fresh": False},
+    "moved": {"edit_moved": 0.0},  # the repair of an edit that did not move
+    "swap": {"edit_swap": False},
+    "remove": {"edit_remove": False},
+    "flip": {"repair_flip": False},
+}
+#: name → the settings that differ from the default (``seed+1`` is resolved against the default seed).
+VARIANTS: dict[str, dict[str, object]] = {
+    "default": {},
+    "minimal": {k: v for off in _STAGE_OFF.values() for k, v in off.items()},
+    **{f"-{name}": off for name, off in _STAGE_OFF.items()},
+    "seed+1": {"seed": None},
+}
+DEFAULT_ORDER = ("default", "minimal", "-opinion", "-polar", "-fresh", "-flip", "-moved", "-hold", "-swap",
+                 "-remove", "seed+1")
+METRICS = ("made", "vader", "tfidf", "ensemble", "kept", "distance", "passes", "passes_flipped")
+
+
+def bootstrap(diffs: list[float], rounds: int = 2000, seed: int = 0) -> tuple[float, float]:
+    """The 95 % interval of the mean of paired differences, by resampling reviews."""
+    if not diffs:
+        return (math.nan, math.nan)
+    rng = random.Random(seed)
+    n = len(diffs)
+    means = sorted(sum(diffs[rng.randrange(n)] for _ in range(n)) / n for _ in range(rounds))
+    return means[int(0.025 * rounds)], means[int(0.975 * rounds) - 1]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    cq.add_setup_options(parser)
+    parser.add_argument("--variants", default=",".join(DEFAULT_ORDER),
+                        help=f"comma-separated variants, in the order run (default: all; known: {', '.join(VARIANTS)})")
+    parser.add_argument("--results", type=Path, default=None,
+                        help="folder for the per-review JSONL files (default: benchmarks/results/ablation-<seed>)")
+    args = parser.parse_args()
+    names = [v.strip() for v in args.variants.split(",") if v.strip()]
+    unknown = [v for v in names if v not in VARIANTS]
+    if unknown:
+        parser.error(f"unknown variants {unknown}; known: {', '.join(VARIANTS)}")
+
+    from engine.counterbias import GenerateSettings, candidate_rows, generate_counterbias
+    from engine.counterbias.manipulate import matched_words
+    from engine.llm.config import LLMConfig
+
+    setup = cq.prepare(args)
+    project, dataset, members, ids = setup.project, setup.dataset, setup.members, setup.ids
+    originals = setup.originals
+    results = args.results or (cq.REPO / "benchmarks" / "results"
+                               / f"ablation-{'shortest' if args.shortest else f'seed{args.seed}'}-{len(ids)}")
+    results.mkdir(parents=True, exist_ok=True)
+    tfidf = cq.tfidf_judge(setup.path.with_name("imdb_tfidf_judge.pkl"))
+    targets = {i: ("Positive" if originals[i]["label"] == "Negative" else "Negative") for i in ids}
+    config = LLMConfig(backend="local", model=args.model, concurrency=1,
+                       options={"n_threads": args.threads} if args.threads else {})
+    base = GenerateSettings()
+    table: dict[str, dict] = {}
+    per_review: dict[str, dict[int, dict]] = {}
+
+    for name in names:
+        changes = dict(VARIANTS[name])
+        if "seed" in changes:
+            changes["seed"] = base.seed + 1
+        settings = replace(base, **changes)
+        t0 = time.perf_counter()
+        result = generate_counterbias(project, dataset.id, ids, config, vote_set_id=setup.vote.vote_set_id,
+                                      settings=settings)
+        seconds = time.perf_counter() - t0
+        key = settings.key()
+        rows = [r for r in candidate_rows(project, example_ids=ids) if r["meta"].get("settings_key") == key]
+        first: dict[int, dict] = {}
+        for r in rows:
+            if r["status"] != "failed":
+                first.setdefault(int(r["example_id"]), r)
+        passing = {int(r["example_id"]) for r in rows if r["status"] == "proposed" and r["scores"].get("passes")}
+        made_ids = sorted(first)
+        texts = [first[i]["text"] for i in made_ids]
+        judged = {"vader": cq.vader_labels(texts) if texts else [], "tfidf": list(tfidf.predict(texts)) if texts else [],
+                  "ensemble": cq.ensemble_labels(project, members, texts) if texts else []}
+        reviews: dict[int, dict] = {}
+        for i in ids:
+            rec: dict = {"example_id": i, "made": float(i in first), "passes": float(i in passing)}
+            if i in first:
+                j = made_ids.index(i)
+                for judge, labels in judged.items():
+                    rec[judge] = float(labels[j] == targets[i])
+                text = first[i]["text"]
+                keep = list(first[i]["meta"].get("keep_words") or [])
+                rec["kept_words"] = (len(matched_words(text, keep)) if keep else 0, len(keep))
+                rec["kept"] = rec["kept_words"][0] / len(keep) if keep else None
+                o = cq.words(originals[i]["text"])
+                rec["distance"] = cq.edit_distance(o, cq.words(text)) / max(len(o), 1)
+                rec["passes_flipped"] = float(i in passing and rec["vader"] == 1.0 and rec["tfidf"] == 1.0)
+                rec["candidate"] = text
+            else:
+                rec["passes_flipped"] = 0.0
+                failed = [r for r in rows if int(r["example_id"]) == i]
+                rec["error"] = failed[0]["meta"].get("error") if failed else "no row"
+            rec["original"] = originals[i]["text"]
+            rec["target"] = targets[i]
+            reviews[i] = rec
+        per_review[name] = reviews
+        total = result.sent + result.cache_hits
+        per_new = seconds / result.sent if result.sent else math.nan
+        row = {"variant": name, "settings": {k: getattr(settings, k) for k in changes}, "key": key,
+               "requests": total / len(ids), "new_requests": result.sent, "seconds": seconds,
+               "seconds_alone": per_new * total / len(ids) if result.sent else math.nan}
+        for m in METRICS:
+            vals = [r[m] for r in reviews.values() if r.get(m) is not None]
+            row[m] = sum(vals) / len(vals) if vals else math.nan
+        kept = [r["kept_words"] for r in reviews.values() if "kept_words" in r]
+        row["kept"] = sum(k for k, _ in kept) / max(sum(t for _, t in kept), 1)
+        table[name] = row
+        with open(results / f"{name}.jsonl", "w", encoding="utf-8") as fh:
+            fh.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+            for rec in reviews.values():
+                fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
+        print(f"{name}: {row['requests']:.1f} requests/review ({result.sent} new, {seconds:.0f} s), made "
+              f"{row['made']:.2f}, VADER {row['vader']:.2f}, TF-IDF {row['tfidf']:.2f}, ensemble "
+              f"{row['ensemble']:.2f}, kept {row['kept']:.2f}, distance {row['distance']:.3f}, passes "
+              f"{row['passes']:.2f}, passes+flipped {row['passes_flipped']:.2f}", file=sys.stderr, flush=True)
+
+    # ---------------------------------------------------------------- the table
+    def f(x: float, w: int = 6, d: int = 2) -> str:
+        return f"{'–':>{w}}" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:{w}.{d}f}"
+
+    print(f"\nAblation of the edit method on {len(ids)} CAD dev reviews "
+          f"({'shortest' if args.shortest else f'seed {args.seed}'}; "
+          f"{sum(len(cq.words(originals[i]['text'])) for i in ids) / len(ids):.0f} words on average), "
+          f"model {args.model}, members {', '.join(members)}")
+    head = ["req/rev", "s/rev", "made", "VADER", "TF-IDF", "ens.", "kept", "dist", "passes", "pass+flip"]
+    print(f"{'variant':<10}" + "".join(f"{h:>10}" for h in head))
+    for name, row in table.items():
+        cells = [f(row["requests"], 10, 1), f(row["seconds_alone"], 10, 0), f(row["made"], 10), f(row["vader"], 10),
+                 f(row["tfidf"], 10), f(row["ensemble"], 10), f(row["kept"], 10), f(row["distance"], 10, 3),
+                 f(row["passes"], 10), f(row["passes_flipped"], 10)]
+        print(f"{name:<10}" + "".join(cells))
+    if "default" in per_review:
+        print("\nDifference from default, with the 95 % bootstrap interval over reviews (paired):")
+        print(f"{'variant':<10}" + "".join(f"{m:>22}" for m in ("vader", "tfidf", "ensemble", "passes_flipped", "distance")))
+        ref = per_review["default"]
+        for name, reviews in per_review.items():
+            if name == "default":
+                continue
+            cells = []
+            for m in ("vader", "tfidf", "ensemble", "passes_flipped", "distance"):
+                diffs = [reviews[i][m] - ref[i][m] for i in ids
+                         if reviews[i].get(m) is not None and ref[i].get(m) is not None]
+                lo, hi = bootstrap(diffs)
+                mean = sum(diffs) / len(diffs) if diffs else math.nan
+                cells.append(f"{f(mean, 6)} [{f(lo, 5)},{f(hi, 5)}]")
+            print(f"{name:<10}" + "".join(f"{c:>22}" for c in cells))
+    print(f"per-review records: {results}/")
+    project.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
