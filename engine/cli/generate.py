@@ -8,19 +8,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
 from engine.cli.args import (
     DATASET,
     LLM,
     PROJECT,
-    SELECTION,
     csv_list,
     llm_config_from_args,
-    selected_example_ids,
 )
 from engine.cli.commands import command
-from engine.cli.generate_options import add_generate_options, settings_from_args
+from engine.cli.generate_methods import add_generate_verb
 from engine.cli.progress import StderrProgress
 from engine.errors import EXIT_OK
 from engine.progress import CancelToken
@@ -28,45 +25,12 @@ from engine.progress import CancelToken
 
 @command("generate")
 def _add_generate(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "generate",
-        parents=[DATASET, SELECTION, LLM],
-        help="CoBA counterbias candidates: triples, edited sentences (or reconstruction), ensemble judge",
-        description="Needs a vote (principal/spurious words) on the dataset. Each example gets N candidates per "
-        "target label; every step is stored; failures are recorded per candidate and retried by the next run.",
-    )
-    add_generate_options(p)
-    p.add_argument("--judge", help="comma-separated judge members (default: the vote's members and the members that only "
-                   "judge; 'none')")
-    p.add_argument("--vote-set", type=int, help="vote set id (default: the newest vote per example)")
-    p.set_defaults(run=_run_generate)
-
-
-def _run_generate(args: argparse.Namespace, progress: StderrProgress, cancel: CancelToken) -> int:
-    from engine.counterbias import candidate_rows, flip_rates, generate_counterbias
-    from engine.store import Project
-
-    settings = settings_from_args(args)  # refuses an option given where it has no effect (CB801)
-    config = llm_config_from_args(args)
-    judge = None if args.judge is None else ([] if args.judge == "none" else csv_list(args.judge))
-    with Project.open(args.project) as project:
-        dataset = project.dataset(args.dataset)
-        ids = selected_example_ids(project, dataset, args)
-        result = generate_counterbias(project, dataset.id, ids, config, settings=settings, vote_set_id=args.vote_set,
-                                      judge=judge, progress=progress, cancel=cancel)
-        rows = candidate_rows(project, example_ids=ids)
-    if result.judges_training:
-        print(f"note: {', '.join(result.judges_training)} was still training: these candidates are judged by "
-              f"{', '.join(result.judges) or 'no member'} only; run 'counterbias verify' once it is trained.",
-              file=sys.stderr)
-    made = [r for r in rows if r["status"] != "failed"]
-    print(json.dumps({
-        "run_id": result.run_id, **result.summary(),
-        "rates": flip_rates([r["scores"] for r in made]),
-        "failures": [{"candidate": r["id"], "example_id": r["example_id"], **(r["meta"].get("error") or {})}
-                     for r in rows if r["status"] == "failed"][:50],
-    }, indent=2, ensure_ascii=False))
-    return EXIT_OK
+    add_generate_verb(
+        sub, "generate", "coba-edit",
+        help="make counterbias candidates: CoBA (edit or reconstruct), CORE, a plain LLM edit, variation theory",
+        description="--method picks how (default coba-edit, which needs a vote: principal/spurious words). Each "
+        "example gets N candidates per target label; every step is stored; failures are recorded per candidate "
+        "and retried by the next run. Options of another method are refused.")
 
 
 @command("verify")

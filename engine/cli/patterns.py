@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from engine.cli.args import DATASET, JSON, LLM, SELECTION, selected_example_ids
+from engine.cli.args import DATASET, JSON, SELECTION, selected_example_ids
 from engine.cli.commands import command
 from engine.cli.progress import StderrProgress
 from engine.errors import EXIT_OK
@@ -89,50 +89,12 @@ def _run_patterns(args: argparse.Namespace, progress: StderrProgress, cancel: Ca
 
 @command("vt-generate")
 def _add_vt_generate(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "vt-generate",
-        parents=[DATASET, SELECTION, LLM],
-        help="pattern-keeping counterfactuals (variation theory): phrases that keep the pattern, then an edit",
-        description="For each example, the best stored pattern of its label that matches it (see 'patterns'), or "
-        "--pattern: the LLM writes phrases that match the pattern and fit each target label (or answers CANNOT), "
-        "then edits the example to contain one of them. Candidates (method vt) are stored and checked like every "
-        "other candidate; the 'pattern' check gives the pattern keeping rate. A rerun skips what was made.",
-    )
-    p.add_argument("--pattern", help="use this pattern for every selected example (instead of the stored ones)")
-    p.add_argument("--targets", default="other", help="other (default), each, or comma-separated label names")
-    p.add_argument("--phrases", type=int, default=5, help="phrases asked for per example and target (default 5)")
-    p.add_argument("--soft", default="embedding", help="soft matcher of (word) elements: embedding (default), forms")
-    p.add_argument("--judge", help="comma-separated judge members (default: none)")
-    p.set_defaults(run=_run_vt_generate)
+    from engine.cli.generate_methods import add_generate_verb
 
-
-def _run_vt_generate(args: argparse.Namespace, progress: StderrProgress, cancel: CancelToken) -> int:
-    from engine.cli.args import csv_list, llm_config_from_args
-    from engine.counterbias import candidate_rows, flip_rates
-    from engine.counterbias.variation import VariationSettings, generate_variations
-    from engine.patterns.syntax import parse
-    from engine.store import Project
-
-    if args.pattern:
-        parse(args.pattern)
-    settings = VariationSettings(phrases=args.phrases, targets=args.targets, temperature=args.temperature,
-                                 seed=args.seed, max_tokens=args.max_tokens, soft=args.soft)
-    config = llm_config_from_args(args)
-    with Project.open(args.project) as project:
-        dataset = project.dataset(args.dataset)
-        ids = selected_example_ids(project, dataset, args)
-        patterns = {i: args.pattern for i in ids} if args.pattern else None
-        result = generate_variations(project, dataset.id, ids, config, settings=settings, patterns=patterns,
-                                     judge=csv_list(args.judge) if args.judge else (), progress=progress,
-                                     cancel=cancel)
-        rows = [r for r in candidate_rows(project, example_ids=ids) if r["method"] == "vt"]
-    made = [r for r in rows if r["status"] != "failed"]
-    kept = [r for r in made if (r["scores"].get("verdicts") or {}).get("pattern", {}).get("status") == "pass"]
-    print(json.dumps({
-        "run_id": result.run_id, **result.summary(),
-        "pattern_keeping_rate": round(len(kept) / len(made), 4) if made else None,
-        "rates": flip_rates([r["scores"] for r in made]),
-        "failures": [{"candidate": r["id"], "example_id": r["example_id"], **(r["meta"].get("error") or {})}
-                     for r in rows if r["status"] == "failed"][:50],
-    }, indent=2, ensure_ascii=False))
-    return EXIT_OK
+    add_generate_verb(
+        sub, "vt-generate", "vt",
+        help="generate --method vt: pattern-keeping counterfactuals (variation theory)",
+        description="The generate verb with --method vt as its default. For each example, the best stored pattern "
+        "of its label that matches it (see 'patterns'), or --pattern: the LLM writes phrases that match the pattern "
+        "and fit each target label (or answers CANNOT), then edits the example to contain one of them. The "
+        "'pattern' check gives the pattern keeping rate. A rerun skips what was made.")

@@ -19,7 +19,11 @@ _INDEX_HELP = ("auto (flat up to 50,000 sentences, else hnsw; an ivf index built
 
 
 def _index_options(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("index")
+    index_options(p.add_argument_group("index"))
+
+
+def index_options(g: Any) -> None:
+    """Add the encoder and index options to ``g`` (a parser or an argument group)."""
     g.add_argument("--encoder", default="minilm-l6", help="sentence encoder (default minilm-l6; 'trained' needs --retriever)")
     g.add_argument("--retriever", metavar="NAME", help="a retriever trained with train-retriever (implies --encoder trained)")
     g.add_argument("--max-length", type=int, default=64, help="tokens per sentence for the encoder (default 64)")
@@ -55,7 +59,7 @@ def _encoder_args(args: argparse.Namespace, project: Any) -> tuple[str, dict[str
     return name, options
 
 
-def _kind_params(args: argparse.Namespace) -> dict[str, Any]:
+def kind_params(args: argparse.Namespace) -> dict[str, Any]:
     from engine.retrieval.index import resolve_kind
 
     kinds_of = {"nlist": ("ivf", "ivfpq"), "nprobe": ("ivf", "ivfpq"), "train_size": ("ivf", "ivfpq"),
@@ -151,7 +155,7 @@ def _run_index(args: argparse.Namespace, progress: StderrProgress, cancel: Cance
     from engine.retrieval.index import build_index
     from engine.store import Project
 
-    params = _kind_params(args)
+    params = kind_params(args)
     with Project.open(args.project) as project:
         name, options = _encoder_args(args, project)
         encoder = make_encoder(name, **options)
@@ -194,7 +198,7 @@ def _add_retrieve(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(run=_run_retrieve)
 
 
-def _check_k_and_diversity(args: argparse.Namespace) -> None:
+def check_k_and_diversity(args: argparse.Namespace) -> None:
     from engine.retrieval.errors import RetrievalError
 
     if args.k < 1:
@@ -216,8 +220,8 @@ def _run_retrieve(args: argparse.Namespace, progress: StderrProgress, cancel: Ca
         raise RetrievalError("Give either --dataset or --text queries.", "Use one of the two.")
     if args.text and not args.label:
         raise RetrievalError("--text needs --label (the query's label).", "Add --label LABEL.")
-    _check_k_and_diversity(args)
-    params = _kind_params(args)
+    check_k_and_diversity(args)
+    params = kind_params(args)
     with Project.open(args.project) as project:
         encoder_name, encoder_options = _encoder_args(args, project)
         retriever = open_retriever(project, args.name, args.model, encoder=encoder_name,
@@ -256,75 +260,16 @@ def _run_retrieve(args: argparse.Namespace, progress: StderrProgress, cancel: Ca
 
 @command("core")
 def _add_core(sub: argparse._SubParsersAction) -> None:
-    from engine.cli.args import DATASET, LLM, SELECTION
+    from engine.cli.generate_methods import add_generate_verb
 
-    p = sub.add_parser(
-        "core", parents=[DATASET, SELECTION, LLM],
-        help="CORE retrieve-then-edit: excerpts of the target label guide a minimal LLM edit",
-        description="For each selected example: retrieve the nearest corpus excerpts that the labelling member "
-        "(--member) gives the target label (stored; a rerun skips them), then ask the LLM for a minimal edit toward "
-        "the target, offering the excerpts' content words. With --llm-only the same prompt without retrieval (the "
-        "baseline CORE is compared with). Candidates (method core / llm) are verified, reviewed and exported like "
-        "every other; a rerun skips what was made and retries failures.")
-    p.add_argument("--corpus", help="corpus name (see 'corpus' and 'index')")
-    p.add_argument("--member", help="the member that labelled the corpus")
-    p.add_argument("--llm-only", action="store_true", help="no retrieval: the LLM-only baseline (method llm)")
-    p.add_argument("-k", type=int, default=5, help="excerpts retrieved per query (default 5)")
-    p.add_argument("--diversity", type=float, default=0.3,
-                   help="maximal-marginal-relevance weight picking the k excerpts (default 0.3; 0: the k nearest)")
-    p.add_argument("--per-text", action="store_true", help="one query per text (default: one per sentence)")
-    p.add_argument("--keywords", type=int, default=8, help="keywords offered per edit (default 8)")
-    p.add_argument("--targets", default="other", help="other (default), each, or comma-separated label names")
-    p.add_argument("--judge", help="comma-separated judge members (default: none)")
-    _index_options(p)
-    p.set_defaults(run=_run_core)
-
-
-def _run_core(args: argparse.Namespace, progress: StderrProgress, cancel: CancelToken) -> int:
-    from engine.cli.args import csv_list, llm_config_from_args, selected_example_ids
-    from engine.counterbias import candidate_rows, flip_rates
-    from engine.counterbias.retrieve_edit import RetrievalSettings, core_edit
-    from engine.counterbias.guided import GuidedSettings, generate_guided
-    from engine.retrieval.errors import RetrievalError
-    from engine.store import Project
-
-    if not args.llm_only and not (args.corpus and args.member):
-        raise RetrievalError("CORE needs --corpus and --member (the member that labelled the corpus).",
-                             "Add them, or use --llm-only for the baseline without retrieval.")
-    _check_k_and_diversity(args)
-    settings = GuidedSettings(method="llm" if args.llm_only else "core", max_keywords=args.keywords,
-                              targets=args.targets, temperature=args.temperature, seed=args.seed,
-                              max_tokens=args.max_tokens)
-    judge = csv_list(args.judge) if args.judge else []
-    config = llm_config_from_args(args)
-    with Project.open(args.project) as project:
-        dataset = project.dataset(args.dataset)
-        ids = selected_example_ids(project, dataset, args)
-        if args.llm_only:
-            edit = generate_guided(project, dataset.id, ids, config, settings=settings, judge=judge,
-                                   progress=progress, cancel=cancel)
-            summary = edit.summary()
-            run_id = edit.run_id
-        else:
-            retrieval = RetrievalSettings(corpus=args.corpus, model=args.member, k=args.k,
-                                          per_sentence=not args.per_text,
-                                          encoder="trained" if args.retriever else args.encoder,
-                                          kind=args.kind, params=_kind_params(args) or None,
-                                          max_length=args.max_length, retriever=args.retriever,
-                                          diversity=args.diversity)
-            done = core_edit(project, dataset.id, ids, config, retrieval, settings=settings, judge=judge,
-                             progress=progress, cancel=cancel)
-            summary = done.summary()
-            run_id = done.edit.run_id
-        rows = [r for r in candidate_rows(project, example_ids=ids) if r["method"] == settings.method]
-    made = [r for r in rows if r["status"] != "failed"]
-    print(json.dumps({
-        "run_id": run_id, "method": settings.method, **summary,
-        "rates": flip_rates([r["scores"] for r in made]),
-        "failures": [{"candidate": r["id"], "example_id": r["example_id"], **(r["meta"].get("error") or {})}
-                     for r in rows if r["status"] == "failed"][:50],
-    }, indent=2, ensure_ascii=False))
-    return EXIT_OK
+    add_generate_verb(
+        sub, "core", "core",
+        help="generate --method core: excerpts of the target label retrieved from a corpus guide a minimal edit",
+        description="The generate verb with --method core as its default. For each selected example: retrieve "
+        "the nearest corpus excerpts that the labelling member (--member) gives the target label (stored; a rerun "
+        "skips them), then ask the LLM for a minimal edit toward the target, offering the excerpts' content words. "
+        "--method llm: the same prompt without retrieval (the baseline CORE is compared with). A rerun skips what "
+        "was made and retries failures.")
 
 
 @command("train-retriever")

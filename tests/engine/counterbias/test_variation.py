@@ -215,3 +215,24 @@ def test_pairs_edit_the_hypothesis_and_keep_the_premise(pair_project, stub):
     assert (plain["premise"], plain["hypothesis"]) == (PAIRS[1][0], "The girls are wet indoors.")
     assert plain["text"] is None and plain["meta"]["generated"] == {"hypothesis": "The girls are wet indoors."}
     assert plain["meta"]["repaired_from"] == "It repeats the premise instead of editing the hypothesis."
+
+
+def test_generate_method_vt_is_the_vt_generate_verb(project, stub, capsys):
+    import json
+
+    from engine.cli import main
+    from engine.cli import build_parser
+
+    server = stub(reply=reply)
+    path = str(project.path)
+    project.close()
+    llm = ["--backend", "openai", "--model", "stub", "--base-url", server.base_url]
+    assert main(["-q", "generate", path, "r", "--method", "vt", *llm]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["method"] == "vt" and out["created"] == 2 and out["pattern_keeping_rate"] == 1.0
+    assert main(["-q", "vt-generate", path, "r", *llm]) == 0  # the alias: everything made, nothing new
+    again = json.loads(capsys.readouterr().out)
+    assert again["created"] == 0 and again["skipped"] >= 2
+    verbs = build_parser()._subparsers._group_actions[0].choices
+    options = {name: sorted(a.dest for a in verbs[name]._actions) for name in ("generate", "core", "vt-generate")}
+    assert options["generate"] == options["vt-generate"] == [d for d in options["core"] if d != "llm_only"]

@@ -101,3 +101,36 @@ def test_core_cli_and_its_user_errors(labelled_project, stub, capsys):  # noqa: 
         assert main(["-q", *argv]) == 3, argv
         err = capsys.readouterr().err
         assert f"[{code}]" in err and "What to do:" in err and "Traceback" not in err
+
+
+def test_generate_method_core_and_llm_are_the_core_verb(labelled_project, stub, capsys):  # noqa: F811
+    """``generate --method core`` / ``--method llm`` make the candidates ``core`` / ``core --llm-only`` make, judged
+    by the dataset's default judges like every method; another method's option is refused before any request."""
+    need_faiss()
+    path = str(labelled_project.path)
+    labelled_project.close()
+    server = stub(reply=_reply([]))
+    llm = ["--backend", "openai", "--model", "stub", "--base-url", server.base_url]
+    assert main(["-q", "generate", path, "cad", "--method", "core", "--limit", "2", "--corpus", "imdb",
+                 "--member", "judge", "--kind", "flat", *llm]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["method"] == "core" and out["created"] + out["failed"] == 2
+    assert main(["-q", "generate", path, "cad", "--method", "llm", "--limit", "2", "--keywords", "4", *llm]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["method"] == "llm" and out["created"] + out["failed"] == 2
+    from engine.store import Project
+
+    with Project.open(path) as project:
+        made = [r for r in candidate_rows(project) if r["method"] in ("core", "llm") and r["status"] != "failed"]
+    assert made and all((r["scores"].get("judge") or {}).get("members") for r in made)  # judged by default
+    sent = server.count
+    for argv, flag in [(["--method", "llm", "--corpus", "imdb"], "--corpus"),
+                       (["--method", "core", "--corpus", "imdb", "--member", "judge", "--edit-polar", "0.5"],
+                        "--edit-polar"),
+                       (["--method", "llm", "--phrases", "3"], "--phrases"),
+                       (["--method", "core", "--mode", "reconstruct"], "--mode"),
+                       (["--method", "coba-edit", "--pattern", "[x]"], "--pattern")]:
+        assert main(["-q", "generate", path, "cad", *argv, *llm]) == 3, argv
+        err = capsys.readouterr().err
+        assert "[CB801]" in err and flag in err and "What to do:" in err and "Traceback" not in err, argv
+    assert server.count == sent
