@@ -297,7 +297,8 @@ def _add_train_retriever(sub: argparse._SubParsersAction) -> None:
 
 
 def _run_train_retriever(args: argparse.Namespace, progress: StderrProgress, cancel: CancelToken) -> int:
-    from engine.retrieval.dpr import evaluate_retriever, read_pairs, retriever_dir, split_pairs, train_retriever
+    from engine.retrieval.dpr import evaluate_retriever, retriever_dir, train_retriever
+    from engine.retrieval.pairs import read_pairs, split_pairs
     from engine.retrieval.encoders import make_encoder
     from engine.store import Project
 

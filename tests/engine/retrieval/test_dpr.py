@@ -25,7 +25,7 @@ _MEMO: dict[str, Any] = {}
 
 
 def _pairs() -> tuple[list, list]:
-    from engine.retrieval.dpr import cad_seed_pairs, split_pairs
+    from engine.retrieval.pairs import cad_seed_pairs, split_pairs
 
     if "pairs" not in _MEMO:
         _MEMO["pairs"] = split_pairs(cad_seed_pairs(CAD, limit=300), holdout=1 / 3, seed=0)
@@ -75,7 +75,7 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 def test_cad_seed_pairs_are_changed_sentences_with_the_original_label():
     need_data()
-    from engine.retrieval.dpr import cad_seed_pairs
+    from engine.retrieval.pairs import cad_seed_pairs
 
     pairs = cad_seed_pairs(CAD, limit=40)
     assert len(pairs) == 40
