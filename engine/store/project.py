@@ -20,7 +20,6 @@ import os
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,20 +30,19 @@ from engine.errors import (
     DatasetNameTakenError,
     DatasetNotFoundError,
     NotAProjectError,
-    ProjectDamagedError,
     ProjectError,
     ProjectNotFoundError,
     ReadOnlyMigrationError,
-    SchemaTooNewError,
 )
 from engine.store import health, liveness, schema, staging
 from engine.store.failures import named_storage_error, read_only_error, sqlite_code
+from engine.store.opening import APP_ID, can_read_shared, check_project_file, header_says_wal, writable
+from engine.store.records import DatasetInfo, ExampleQuery
 from engine.store.writer import StoreWriter, connect, connect_file_readonly
 
 log = logging.getLogger(__name__)
 
 PROJECT_SUFFIX = ".cbproj"
-APP_ID = 0x43425331  # 'CBS1', written to PRAGMA application_id
 
 EXAMPLE_COLUMNS = (
     "id",
@@ -65,73 +63,6 @@ EXAMPLE_COLUMNS = (
 
 #: Columns of ``examples`` the dataset table may sort on.
 SORTABLE = {"id", "ext_id", "text", "premise", "hypothesis", "label", "split", "source", "length"}
-
-
-@dataclass(frozen=True)
-class DatasetInfo:
-    """One dataset version as stored in the ``datasets`` table."""
-
-    id: int
-    name: str
-    kind: str
-    parent_id: int | None
-    task: str
-    labels: list[str]
-    source: str | None
-    params: dict[str, Any] = field(default_factory=dict)
-    row_count: int = 0
-    created_at: str = ""
-
-    @property
-    def text_fields(self) -> tuple[str, ...]:
-        """The example columns holding text: ``("text",)`` or ``("premise", "hypothesis")``."""
-        return ("premise", "hypothesis") if self.task == "pair" else ("text",)
-
-    @classmethod
-    def from_row(cls, row: dict[str, Any]) -> DatasetInfo:
-        return cls(
-            id=row["id"],
-            name=row["name"],
-            kind=row["kind"],
-            parent_id=row["parent_id"],
-            task=row["task"],
-            labels=health.stored_json(row["labels"], "datasets", "labels", row["id"], default=[]),
-            source=row["source"],
-            params=health.stored_json(row["params"], "datasets", "params", row["id"], default={}),
-            row_count=row["row_count"],
-            created_at=row["created_at"],
-        )
-
-
-@dataclass(frozen=True)
-class ExampleQuery:
-    """A filter and order over one dataset version's examples.
-
-    Parameters
-    ----------
-    dataset_id
-        The dataset version.
-    labels
-        Keep only these labels (``None``: all).
-    splits
-        Keep only these splits (``None``: all).
-    search
-        Case-insensitive substring that must occur in a text field.
-    example_ids
-        Keep only these example ids (e.g. the examples holding a feature).
-    order_by
-        One of :data:`SORTABLE` or ``"position"`` (file order).
-    descending
-        Reverse the order.
-    """
-
-    dataset_id: int
-    labels: tuple[str, ...] | None = None
-    splits: tuple[str, ...] | None = None
-    search: str = ""
-    example_ids: tuple[int, ...] | None = None
-    order_by: str = "position"
-    descending: bool = False
 
 
 class Project:
@@ -215,14 +146,14 @@ class Project:
             raise ProjectNotFoundError(
                 f"No project file at {path}.", "Check the path, or create a project with 'init'."
             )
-        readonly = readonly or not _writable(path)
+        readonly = readonly or not writable(path)
         try:
             # Checked on a connection that cannot write; with no -wal file beside it the main file
             # is the whole database, and "immutable" reads it without creating -wal/-shm files.
-            shared = Path(f"{path}-wal").exists() and (not readonly or _can_read_shared(path))
+            shared = Path(f"{path}-wal").exists() and (not readonly or can_read_shared(path))
             conn = connect_file_readonly(path, immutable=not shared)
             try:
-                _check(conn, path)
+                check_project_file(conn, path)
                 version = schema.current_version(conn)
                 leftovers = conn.execute("SELECT 1 FROM imports LIMIT 1").fetchone() if version >= 3 else None
             finally:
@@ -235,8 +166,8 @@ class Project:
                         "Copy the project (with its _files folder) to a folder you can write to and open the "
                         "copy, or make the file writable.",
                     )
-                return cls(path, readonly=True, immutable=not _can_read_shared(path))
-            is_wal = _header_says_wal(path)
+                return cls(path, readonly=True, immutable=not can_read_shared(path))
+            is_wal = header_says_wal(path)
             if not is_wal or version < schema.SCHEMA_VERSION or leftovers:
                 conn = connect(path)
                 try:
@@ -580,85 +511,6 @@ def insert_dataset(
          state),
     )
     return int(cursor.lastrowid)
-
-
-def _writable(path: Path) -> bool:
-    """Whether SQLite can write ``path`` and create its ``-wal``/``-shm`` files beside it.
-
-    ``os.access`` also answers "no" on a read-only disk (``EROFS``), for root too.
-    """
-    return os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
-
-
-def _header_says_wal(path: Path) -> bool:
-    """Whether the SQLite header of ``path`` marks it as a write-ahead-log database."""
-    with open(path, "rb") as f:
-        header = f.read(20)
-    return len(header) == 20 and header[18] == 2 and header[19] == 2
-
-
-def _can_read_shared(path: Path) -> bool:
-    """Whether ``mode=ro`` can read ``path`` (its -shm file exists or can be created).
-
-    If not (a WAL database in a read-only folder), only an ``immutable`` connection can read it.
-    """
-    try:
-        conn = connect_file_readonly(path)
-    except sqlite3.Error:
-        return False
-    try:
-        conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
-        return True
-    except sqlite3.Error:
-        return False
-    finally:
-        conn.close()
-
-
-def _check(conn: sqlite3.Connection, path: Path) -> None:
-    """Refuse a file that is not a project this build can open (reads only).
-
-    Raises
-    ------
-    NotAProjectError, SchemaTooNewError, ProjectDamagedError
-    ProjectCorruptError, ProjectColumnsError, StoredValueError
-        From the checks of :mod:`engine.store.health` (pages, columns, JSON columns).
-    StoredPathError, StoredLinkError
-        A stored path leads out of the project's ``_files`` folder (:mod:`engine.store.paths`).
-    """
-    app_id = conn.execute("PRAGMA application_id").fetchone()[0]
-    if app_id != APP_ID:
-        raise NotAProjectError(
-            f"{path} is not a Counterbias Studio project.",
-            "Choose a .cbproj file made by Counterbias Studio, or create a new project.",
-        )
-    version = schema.current_version(conn)
-    if version > schema.SCHEMA_VERSION:
-        raise SchemaTooNewError(
-            f"{path} was written by a newer Counterbias Studio (schema {version}, "
-            f"this build knows {schema.SCHEMA_VERSION}).",
-            "Update Counterbias Studio to open it.",
-        )
-    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    if version == 0 and tables:
-        raise ProjectDamagedError(
-            f"{path} is a Counterbias Studio project without its schema_version table (it holds "
-            f"{len(tables)} other tables), so its schema cannot be known. The file was not changed.",
-            "Open a backup of the project, or re-create the project and import the data again.",
-        )
-    expected = schema.tables_at(version)
-    missing = sorted(expected - tables)
-    if missing:
-        raise ProjectDamagedError(
-            f"{path} is missing tables of schema {version}: {', '.join(missing)}. The file was not changed.",
-            "Open a backup of the project, or re-create the project and import the data again.",
-        )
-    health.check_pages(conn, path)
-    health.check_columns(conn, path, version)
-    health.check_json(conn, path, version)
-    from engine.store.paths import check_stored_paths
-
-    check_stored_paths(conn, path)  # a shared project's model paths may not lead out of its _files folder
 
 
 def _files_dir_of(path: Path) -> Path:

@@ -9,12 +9,10 @@ import pytest
 from engine.errors import Cancelled
 from engine.llm.base import ChatRequest, ChatResult
 from engine.llm.config import LLMConfig
-from engine.llm.local_backend import (
+from engine.llm.local_backend import LocalBackend, ServerSettings, build_params
+from engine.llm.local_devices import (
     MIN_REQUESTS_PER_SLOT,
     Device,
-    LocalBackend,
-    ServerSettings,
-    build_params,
     default_slots,
     gpu_of,
     import_xllamacpp,
