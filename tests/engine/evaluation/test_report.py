@@ -13,7 +13,8 @@ from engine.counterbias import build_augmented_dataset
 from engine.errors import Cancelled
 from engine.evaluation.errors import NothingToReportError, ReportError, ReportExportError
 from engine.evaluation.report import SECTIONS, build_report, failing_checks
-from engine.evaluation.report_render import BEFORE_COLOR, AFTER_COLOR, render_html, write_html, write_pdf
+from engine.evaluation.report_figures import AFTER_COLOR, BEFORE_COLOR
+from engine.evaluation.report_render import render_html, write_html, write_pdf
 from engine.progress import CancelToken
 from engine.store import Project
 from tests.engine.evaluation.report_project import build_report_project
