@@ -4,7 +4,8 @@ See :mod:`app.jobs.runner` for the design.
 """
 
 from app.jobs.model import JobRow, JobsTableModel, format_duration
-from app.jobs.runner import Job, JobRunner
+from app.jobs.job import Job
+from app.jobs.runner import JobRunner
 from app.jobs.status import JobStatus
 
 __all__ = ["Job", "JobRow", "JobRunner", "JobStatus", "JobsTableModel", "format_duration"]

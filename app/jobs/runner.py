@@ -11,9 +11,9 @@ has the signature ``fn(*args, progress=..., cancel=..., **kwargs) -> result``; g
 
 Design
 ------
-* A :class:`_Worker` (a ``QRunnable``) calls the function on a private ``QThreadPool``.
+* A :class:`Worker` (a ``QRunnable``) calls the function on a private ``QThreadPool``.
   It never touches widgets or the :class:`Job`: it only emits the signals of one shared
-  :class:`_WorkerSignals` object (owned by the runner, living on the GUI thread), so every
+  :class:`WorkerSignals` object (owned by the runner, living on the GUI thread), so every
   signal reaches the runner through a queued connection and is handled on the GUI thread.
   Sharing one signals object avoids per-job QObjects being destroyed on a worker thread or
   while a worker still emits.
@@ -35,11 +35,8 @@ Design
 from __future__ import annotations
 
 import itertools
-import math
 import sys
-import threading
 import time
-import traceback
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
@@ -48,17 +45,16 @@ from PySide6.QtCore import (
     QCoreApplication,
     QEventLoop,
     QObject,
-    QRunnable,
     Qt,
     QThreadPool,
     Signal,
     Slot,
 )
 
-from engine.errors import Cancelled
-from engine.progress import CancelToken
+from app.jobs.job import Job
 from app.jobs.model import JobRow, JobsTableModel
 from app.jobs.status import JobStatus
+from app.jobs.worker import GUI_SWITCH_INTERVAL_S, Worker, WorkerSignals
 
 __all__ = ["BUSY_POLICIES", "Job", "JobRunner"]
 
@@ -67,261 +63,6 @@ __all__ = ["BUSY_POLICIES", "Job", "JobRunner"]
 BUSY_POLICIES = ("queue", "cancel")
 
 _RESERVED_KWARGS = frozenset({"progress", "cancel"})
-
-
-class Job:
-    """One call of an engine function, as seen from the GUI thread.
-
-    Created by :meth:`JobRunner.start`; its fields are only changed on the GUI thread.
-
-    Attributes
-    ----------
-    id
-        Unique, increasing id.
-    title
-        What the job does (shown in the jobs panel).
-    token
-        The :class:`~engine.progress.CancelToken` given to the function.
-    status
-        Current :class:`JobStatus`.
-    fraction
-        Last reported completion in [0, 1].
-    message
-        Last reported progress message (or the error text once failed).
-    created_at
-        Wall-clock time it was queued.
-    started_at
-        Wall-clock time it started running (``None`` while queued).
-    ended_at
-        Wall-clock time it ended (``None`` while active).
-    error
-        The exception of a failed job.
-    kind
-        Its task slot (``None``: none); see :meth:`JobRunner.start`.
-    report_errors
-        Whether a failure should be reported to the user by whoever listens to
-        :attr:`JobRunner.failed` (``False``: the caller shows it in place).
-    """
-
-    def __init__(
-        self,
-        job_id: int,
-        title: str,
-        on_cancel: Callable[[Job], None] | None = None,
-        *,
-        kind: str | None = None,
-        report_errors: bool = True,
-    ) -> None:
-        self.id = job_id
-        self.title = title
-        self.kind = kind
-        self.report_errors = report_errors
-        self.token = CancelToken()
-        self.status = JobStatus.QUEUED
-        self.fraction = 0.0
-        self.message = ""
-        self.created_at = datetime.now()
-        self.started_at: datetime | None = None
-        self.ended_at: datetime | None = None
-        self.error: BaseException | None = None
-        self._started_mono: float | None = None
-        self._ended_mono: float | None = None
-        self._on_cancel = on_cancel
-        self._callbacks: dict[str, list[Callable[..., Any]]] = {"finished": [], "failed": [], "cancelled": []}
-
-    def __repr__(self) -> str:
-        return f"<Job {self.id} {self.title!r} {self.status.value} {self.fraction:.0%}>"
-
-    @property
-    def is_active(self) -> bool:
-        """Whether the job is queued or running."""
-        return self.status.is_active
-
-    @property
-    def elapsed(self) -> float | None:
-        """Seconds spent running so far (or in total once ended); ``None`` while queued."""
-        if self._started_mono is None:
-            return None
-        end = self._ended_mono if self._ended_mono is not None else time.monotonic()
-        return end - self._started_mono
-
-    def cancel(self) -> None:
-        """Ask the function to stop at its next check of the token.
-
-        The job ends with ``cancelled`` once the function raises
-        :class:`~engine.errors.Cancelled` (a queued job never starts). A function that
-        ignores the token still ends with ``finished`` or ``failed``.
-        """
-        if not self.status.is_active or self.token.cancelled:
-            return
-        self.token.cancel()
-        if self._on_cancel is not None:
-            self._on_cancel(self)
-
-    # ------------------------------------------------------------------ per-job callbacks
-    def on_finished(self, callback: Callable[[Any], Any]) -> Job:
-        """Call ``callback(result)`` on the GUI thread when the job succeeds; return ``self``.
-
-        Register callbacks right after :meth:`JobRunner.start`, before control returns to
-        the event loop: results are delivered through it, so none can be missed.
-        """
-        self._callbacks_for("finished").append(callback)
-        return self
-
-    def on_failed(self, callback: Callable[[BaseException, str], Any]) -> Job:
-        """Call ``callback(exception, traceback_text)`` on the GUI thread if the job fails."""
-        self._callbacks_for("failed").append(callback)
-        return self
-
-    def on_cancelled(self, callback: Callable[[], Any]) -> Job:
-        """Call ``callback()`` on the GUI thread if the job ends cancelled."""
-        self._callbacks_for("cancelled").append(callback)
-        return self
-
-    def _callbacks_for(self, kind: str) -> list[Callable[..., Any]]:
-        if kind not in self._callbacks:
-            raise RuntimeError(f"{self!r} has already ended; connect to JobRunner signals instead")
-        return self._callbacks[kind]
-
-    def _run_callbacks(self, kind: str, *args: Any) -> None:
-        callbacks = self._callbacks.get(kind, [])
-        self._callbacks = {}  # drop references (results, widgets) once the job has ended
-        for callback in callbacks:
-            callback(*args)
-
-
-class _WorkerSignals(QObject):
-    """Signals the workers emit from pool threads, keyed by job id.
-
-    One instance is shared by all workers of a runner; it lives on the GUI thread, so
-    connections to the runner are queued and its slots run on the GUI thread.
-    """
-
-    started = Signal(int)
-    """``started(job_id)``: the function is about to be called."""
-
-    progressed = Signal(int, float, str)
-    """``progressed(job_id, fraction, message)``: throttled progress report."""
-
-    finished = Signal(int, object)
-    """``finished(job_id, result)``: the function returned ``result``."""
-
-    failed = Signal(int, object, str)
-    """``failed(job_id, exception, traceback_text)``: the function raised."""
-
-    cancelled = Signal(int)
-    """``cancelled(job_id)``: the function raised ``Cancelled`` (or never started)."""
-
-    done = Signal(int)
-    """``done(job_id)``: always the last signal of a job."""
-
-
-GUI_SWITCH_INTERVAL_S = 0.001
-
-
-class _ThrottledProgress:
-    """A thread-safe ``progress(fraction, message)`` that forwards at most every ``interval`` s.
-
-    The latest value is kept while throttled; :meth:`flush` forwards it if it was not sent.
-    """
-
-    def __init__(self, emit: Callable[[float, str], None], interval: float) -> None:
-        self._emit = emit
-        self._interval = interval
-        self._last = -math.inf
-        self._pending: tuple[float, str] | None = None
-        self._lock = threading.Lock()
-
-    def __call__(self, fraction: float, message: str = "") -> None:
-        try:
-            value = float(fraction)
-        except (TypeError, ValueError):
-            return
-        if not math.isfinite(value):
-            return
-        item = (min(max(value, 0.0), 1.0), "" if message is None else str(message))
-        now = time.monotonic()
-        with self._lock:
-            if now - self._last < self._interval:
-                self._pending = item
-                return
-            self._last = now
-            self._pending = None
-            self._emit(*item)
-
-    def flush(self) -> None:
-        """Forward the last throttled value, if any."""
-        with self._lock:
-            item, self._pending = self._pending, None
-            if item is not None:
-                self._emit(*item)
-
-
-class _Worker(QRunnable):
-    """Runs one engine call on a pool thread and reports through ``signals``.
-
-    It holds no reference to the :class:`Job` or to any widget; the pool deletes it after
-    :meth:`run` (``autoDelete``).
-    """
-
-    def __init__(
-        self,
-        job_id: int,
-        signals: _WorkerSignals,
-        token: CancelToken,
-        fn: Callable[..., Any],
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-        throttle_s: float,
-    ) -> None:
-        super().__init__()
-        self.job_id = job_id
-        self._signals = signals
-        self._token = token
-        self._call: tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]] | None = (fn, args, kwargs)
-        self._throttle_s = throttle_s
-
-    def run(self) -> None:  # runs on a pool thread
-        signals, job_id = self._signals, self.job_id
-        call, self._call = self._call, None
-        try:
-            if call is None or self._token.cancelled:
-                signals.cancelled.emit(job_id)
-                return
-            fn, args, kwargs = call
-            del call
-            progress = _ThrottledProgress(
-                lambda fraction, message: signals.progressed.emit(job_id, fraction, message),
-                self._throttle_s,
-            )
-            signals.started.emit(job_id)
-            try:
-                result = fn(*args, progress=progress, cancel=self._token, **kwargs)
-            except Cancelled:
-                progress.flush()
-                signals.cancelled.emit(job_id)
-            except BaseException as exc:  # noqa: BLE001 - every failure is reported, never lost
-                text = traceback.format_exc()
-                progress.flush()
-                _drop_tracebacks(exc)
-                signals.failed.emit(job_id, exc, text)
-            else:
-                progress.flush()
-                signals.finished.emit(job_id, result)
-                del result
-            del fn, args, kwargs
-        finally:
-            signals.done.emit(job_id)
-
-
-def _drop_tracebacks(exc: BaseException) -> None:
-    """Free the frames (and their locals) of ``exc`` and its chain; the text was kept."""
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        current.__traceback__ = None
-        current = current.__cause__ or current.__context__
 
 
 class JobRunner(QObject):
@@ -380,7 +121,7 @@ class JobRunner(QObject):
         self._pool = QThreadPool(self)
         if max_threads is not None:
             self._pool.setMaxThreadCount(max(1, max_threads))
-        self._signals = _WorkerSignals(self)
+        self._signals = WorkerSignals(self)
         queued = Qt.ConnectionType.QueuedConnection
         self._signals.started.connect(self._on_started, queued)
         self._signals.progressed.connect(self._on_progressed, queued)
@@ -393,7 +134,7 @@ class JobRunner(QObject):
         self._ids = itertools.count(1)
         self._active: dict[int, Job] = {}
         #: Jobs whose task slot is taken, with their workers, in start order.
-        self._waiting: list[tuple[Job, _Worker]] = []
+        self._waiting: list[tuple[Job, Worker]] = []
         self._closed = False
         app = QCoreApplication.instance()
         if app is not None:
@@ -460,7 +201,7 @@ class JobRunner(QObject):
                   report_errors=report_errors)
         self._active[job.id] = job
         self._model.add_job(JobRow(job_id=job.id, title=title, created_at=job.created_at))
-        worker = _Worker(job.id, self._signals, job.token, fn, args, kwargs, self._throttle_s)
+        worker = Worker(job.id, self._signals, job.token, fn, args, kwargs, self._throttle_s)
         busy = [j for j in self._active.values() if j is not job and kind is not None and j.kind == kind]
         if busy:
             if when_busy == "cancel":
@@ -549,7 +290,7 @@ class JobRunner(QObject):
         """Start the waiting jobs whose task slot has become free, in start order."""
         running = {j.kind for j in self._active.values() if j.kind is not None
                    and not any(j is w for w, _ in self._waiting)}
-        still: list[tuple[Job, _Worker]] = []
+        still: list[tuple[Job, Worker]] = []
         for job, worker in self._waiting:
             if job.kind in running:
                 still.append((job, worker))
