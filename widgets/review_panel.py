@@ -12,7 +12,6 @@ The panel computes nothing and stores nothing: it emits requests and shows what 
 from __future__ import annotations
 
 import html
-import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -34,8 +33,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from engine.verification.checks import residual_of
-from widgets.diff_view import DiffView, diff_html
+from widgets.candidate_view import candidate_html, default_required, show_breaks
+from widgets.diff_view import DiffView
 from widgets.models.candidates_model import CandidatesProxy, CandidatesTableModel, edited_field
 from widgets.triples_view import SentenceRow, TriplesView
 from widgets.verification_view import VerificationView
@@ -99,160 +98,6 @@ class EditCandidateDialog(QDialog):
         return self.editor.toPlainText().strip()
 
 
-def _breaks(escaped: str) -> str:
-    """Escaped text with the data's ``<br />`` tags (IMDb) drawn as line breaks."""
-    return re.sub(r"&lt;br\s*/?&gt;", "<br>", escaped, flags=re.IGNORECASE)
-
-
-def _default_required() -> list[str]:
-    from engine.counterbias.verify import CandidateFilter
-
-    return CandidateFilter().required()
-
-
-def _yes_no(value: Any) -> str:
-    return "—" if value is None else ("yes" if value else "no")
-
-
-def _edit_notes(edit: dict[str, Any]) -> str:
-    """What an edit-mode sentence record says beyond its answer: the opinion words the LLM marked, the spurious
-    words it released, the phrase swap that made the edit (escaped HTML, empty when none)."""
-    esc = html.escape
-    notes = []
-    if edit.get("opinion"):
-        notes.append("opinion words: " + ", ".join(f"“{esc(o)}”" for o in edit["opinion"]))
-    if edit.get("held") and edit.get("hold") == "kept":
-        notes.append("spurious opinion words kept, opinion turned around them: " + esc(", ".join(edit["held"])))
-    if edit.get("released"):
-        why = f" (a try keeping them: {edit['hold']})" if edit.get("held") and edit.get("hold") else ""
-        notes.append("released spurious words: " + esc(", ".join(edit["released"]) + why))
-    if edit.get("swapped"):
-        notes.append("phrase swap: " + "; ".join(f"“{esc(a)}” → “{esc(b)}”" for a, b in edit["swapped"].items()))
-    return f"<br><span style='color:#555'>{' · '.join(notes)}</span>" if notes else ""
-
-
-def candidate_html(candidate: dict[str, Any]) -> str:
-    """The detail of one candidate: diff, judge scores, kept words, steps, or its error (escaped)."""
-    esc = html.escape
-    meta = candidate.get("meta") or {}
-    scores = candidate.get("scores") or {}
-    original = candidate.get("original") or {}
-    status = candidate["status"]
-    parts = [f"<p><b>Candidate {int(candidate['id'])}</b> of example {int(candidate['example_id'])}: "
-             f"{esc(str(meta.get('original_label') or candidate.get('original_label') or '?'))} → "
-             f"<b>{esc(candidate['target_label'])}</b> · <i>{esc(status)}</i>"
-             f"{' · sample ' + str(meta.get('sample')) if meta.get('sample') else ''}</p>"]
-    if status == "failed":
-        error = meta.get("error") or {}
-        parts.append(
-            "<table cellpadding='4' style='background-color:#fde0e0; border:1px solid #a40000'><tr><td>"
-            f"<b>Failed at step “{esc(str(error.get('step', '?')))}”</b><br>{esc(str(error.get('message', '')))}"
-            + (f"<br><b>What to do:</b> {esc(str(error['hint']))}" if error.get("hint") else "")
-            + f"<br>{'This may pass on a retry: Generate again.' if error.get('retriable') else 'A retry will not help.'}"
-            "</td></tr></table>")
-    generated = meta.get("generated") or {}
-    for field in generated or {edited_field(candidate): None}:
-        new = candidate.get(field)
-        if new is None:
-            continue
-        left = (residual_of(meta, scores) or []) if field == "text" else []
-        label = str(meta.get("original_label") or "the original label")
-        parts.append(f"<p style='color:#555; margin-bottom:0'><b>{esc(field)}</b></p>"
-                     f"<p style='font-size:12pt; line-height:140%; margin-top:2px'>"
-                     f"{diff_html(original.get(field) or '', new, left, f'the LLM still reads this as {label}')}</p>")
-        if left:  # listed too: an edited sentence spans several runs of the diff and is not underlined
-            quoted = "<br>".join(f"• “{esc(s)}”" for s in left[:4]) + ("<br>…" if len(left) > 4 else "")
-            parts.append(f"<p style='color:#8a4b00'>Still read as {esc(label)} by the LLM (each sentence alone; "
-                         f"underlined where unchanged):<br>{quoted}</p>")
-        if generated.get(field) not in (None, new):
-            parts.append(f"<p style='color:#555'>Edited by you; generated text was: {esc(generated[field])}</p>")
-    judge = scores.get("judge") or {}
-    if judge:
-        rows = "".join(
-            f"<tr><td>{esc(name)}</td><td>{esc(str(m.get('label')))}</td>"
-            f"<td align='right'>{float(m.get('target_prob', 0)):.2f}</td></tr>"
-            for name, m in (judge.get("members") or {}).items())
-        parts.append(
-            "<p><b>Ensemble judge</b>: predicts <b>" + esc(str(judge.get("predicted"))) + "</b> · flipped to target: "
-            f"<b>{_yes_no(judge.get('flipped'))}</b> · left original label: {_yes_no(judge.get('left_original'))}"
-            f" · mean P(target) {float(judge.get('target_prob', 0)):.2f}</p>"
-            "<table cellspacing='0' cellpadding='3' border='1' style='border-color:#bbb'>"
-            "<tr><th align='left'>member</th><th align='left'>label</th><th>P(target)</th></tr>" + rows + "</table>")
-    elif status != "failed":
-        parts.append("<p style='color:#555'>Not judged (no ensemble members, or judging was skipped).</p>")
-    keep = meta.get("keep_words") or []
-    if "spurious_kept" in scores:
-        missing = scores.get("missing_spurious") or []
-        released = scores.get("released_spurious") or []
-        kept = (("all kept" if not released else "the others kept; released as opinion words: "
-                 + esc(", ".join(released))) if scores["spurious_kept"]
-                else "<span style='color:#a40000'>missing: " + esc(", ".join(missing)) + "</span>")
-        parts.append(f"<p><b>Spurious words</b> ({esc(', '.join(keep)) or 'none'}): {kept}</p>")
-    elif keep:
-        parts.append(f"<p><b>Spurious words to keep</b>: {esc(', '.join(keep))}</p>")
-    if "passes" in scores:
-        parts.append(f"<p><b>Passes the filter</b>: {_yes_no(scores['passes'])}</p>")
-    distance = candidate.get("edit_distance")
-    if distance is None and status != "failed":
-        distance = (meta.get("edit_distance") or {}).get(edited_field(candidate))
-    if distance is not None:
-        parts.append(f"<p><b>Edit distance</b> to the original: {float(distance):.2f} "
-                     "<span style='color:#555'>(share of words changed; human revisions ≈ 0.2)</span></p>")
-    guide = meta.get("guide") or {}
-    if guide.get("keywords") or guide.get("excerpts"):
-        parts.append("<p style='margin-bottom:0'><b>Retrieved (CORE)</b> · keywords offered: "
-                     + esc(", ".join(guide.get("keywords") or [])) + "</p><ul style='margin-top:2px'>"
-                     + "".join(f"<li><i>{esc(e)}</i></li>" for e in guide.get("excerpts") or []) + "</ul>")
-    elif meta.get("mode") == "llm":
-        parts.append("<p style='color:#555'>LLM-only edit: no retrieval, no triples (the baseline).</p>")
-    repairs = meta.get("repairs") or {}
-    if repairs:
-        named = {"edit": "sentence repaired", "fresh": "sentence tried afresh", "flip": "half flip repaired",
-                 "strong": "stronger prompt", "swap": "opinion phrases swapped",
-                 "release": "spurious opinion words released", "remove": "sentence removed", "rewrite": "rewrite repaired",
-                 "reconstruct": "reconstruction repaired"}
-        parts.append("<p><b>Repairs</b>: " + esc(", ".join(f"{named.get(k, k)} ×{n}" for k, n in repairs.items()))
-                     + "</p>")
-    steps = []
-    for plan in meta.get("fields") or []:
-        triples = plan.get("triples") or []
-        cats = plan.get("categories") or []
-        rewritten = iter(plan.get("rewritten") or [])
-        for triple, cat in zip(triples, cats, strict=False):
-            if cat == "principal":
-                new = next(rewritten, None)
-                arrow = f" → {esc(' | '.join(new))}" if new else ""
-                steps.append(f"<li>{esc(' | '.join(triple))}{arrow}</li>")
-        for e in plan.get("edits") or []:
-            new = e.get("new")
-            problems = ", ".join(e.get("problems") or [])
-            if new:  # used; problems are what its repair fixed ("unmoved": still read as the original label)
-                shown = f" → {esc(new)}" + (f" <span style='color:#777'>(after: {esc(problems)})</span>"
-                                            if problems else "")
-            elif e.get("removed"):
-                shown = (" (removed: it still read as the original label after every try, and held no word to "
-                         "keep)")
-            elif "unmoved, dropped" in (e.get("problems") or []):
-                shown = " (edit dropped: it still read as the original label after every try)"
-            else:
-                shown = f" (not usable: {esc(problems)})"
-            steps.append(f"<li>sentence {int(e.get('index', 0)) + 1}: {esc(str(e.get('sentence', '')))}{shown}"
-                         f"{_edit_notes(e)}</li>")
-        if plan.get("plain"):
-            steps.append("<li>left as written: sentence " + ", ".join(str(int(i) + 1) for i in plan["plain"])
-                         + " <span style='color:#555'>(a principal word, but read as no label and no opinion word "
-                         "marked)</span></li>")
-        for a, b in plan.get("gender_swaps") or []:
-            steps.append(f"<li>gender swap: {esc(a)} → {esc(b)}</li>")
-        if plan.get("fallback"):
-            steps.append("<li><i>no principal triple: every non-spurious triple was rewritten</i></li>")
-    if steps:
-        parts.append("<p style='margin-bottom:0'><b>Rewritten facts</b></p><ul style='margin-top:2px'>"
-                     + "".join(steps) + "</ul>")
-    return "".join(parts)
-
-
-#: Generation methods offered: (key, label).
 GENERATION_METHODS = (("coba", "CoBA"), ("core", "CORE (retrieve, then edit)"), ("llm", "LLM-only edit"))
 
 
@@ -406,7 +251,7 @@ class ReviewPanel(QWidget):
         ul.addLayout(decide)
         self.verification = VerificationView(self)
         #: Checks the accept rule requires (bold in the verification panel).
-        self.required_checks: list[str] = _default_required()
+        self.required_checks: list[str] = default_required()
         right = QSplitter(Qt.Orientation.Vertical)
         right.addWidget(upper)
         right.addWidget(self.detail)
@@ -503,7 +348,7 @@ class ReviewPanel(QWidget):
             self.triples.clear_sentences(message)
         else:
             fields = [f for f in ("premise", "hypothesis", "text") if example.get(f)]
-            body = "<br>".join(f"<b>{html.escape(f)}</b>: {_breaks(html.escape(str(example[f])))}" for f in fields
+            body = "<br>".join(f"<b>{html.escape(f)}</b>: {show_breaks(html.escape(str(example[f])))}" for f in fields
                                if f != "text" or len(fields) == 1)
             self.example_label.setText(f"<p><b>Example {int(example['id'])}</b> · label "
                                        f"<b>{html.escape(str(example.get('label')))}</b></p><p>{body}</p>")

@@ -6,7 +6,7 @@ from PySide6.QtCore import Qt
 
 from widgets.diff_view import DELETE_STYLE, INSERT_STYLE, DiffOp, DiffView, change_counts, diff_html, word_diff
 from widgets.models.candidates_model import CandidatesProxy, CandidatesTableModel
-from widgets.review_panel import candidate_html
+from widgets.candidate_view import candidate_html
 
 
 def test_word_diff_marks_deletions_and_insertions():
