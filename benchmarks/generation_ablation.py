@@ -32,7 +32,6 @@ import math
 import random
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -61,6 +60,16 @@ DEFAULT_ORDER = ("default", "minimal", "-opinion", "-polar", "-fresh", "-flip", 
 METRICS = ("made", "vader", "tfidf", "ensemble", "kept", "distance", "passes", "passes_flipped")
 
 
+def variant_settings(base, name: str):
+    """The settings of variant ``name``: the default with that variant's changes (``seed+1``: the next seed)."""
+    from dataclasses import replace
+
+    changes = dict(VARIANTS[name])
+    if "seed" in changes:
+        changes["seed"] = base.seed + 1
+    return replace(base, **changes)
+
+
 def bootstrap(diffs: list[float], rounds: int = 2000, seed: int = 0) -> tuple[float, float]:
     """The 95 % interval of the mean of paired differences, by resampling reviews."""
     if not diffs:
@@ -77,6 +86,10 @@ def main() -> int:
     cq.add_setup_options(parser)
     parser.add_argument("--variants", default=",".join(DEFAULT_ORDER),
                         help=f"comma-separated variants, in the order run (default: all; known: {', '.join(VARIANTS)})")
+    parser.add_argument("--batch", type=int, default=5,
+                        help="reviews per round: every variant runs on a round before the next starts, and the table "
+                        "is printed after each, so a run stopped early still compares every variant on the same "
+                        "reviews (default 5; 0: all at once)")
     parser.add_argument("--results", type=Path, default=None,
                         help="folder for the per-review JSONL files (default: benchmarks/results/ablation-<seed>)")
     args = parser.parse_args()
@@ -100,102 +113,117 @@ def main() -> int:
     config = LLMConfig(backend="local", model=args.model, concurrency=1,
                        options={"n_threads": args.threads} if args.threads else {})
     base = GenerateSettings()
-    table: dict[str, dict] = {}
-    per_review: dict[str, dict[int, dict]] = {}
 
-    for name in names:
-        changes = dict(VARIANTS[name])
-        if "seed" in changes:
-            changes["seed"] = base.seed + 1
-        settings = replace(base, **changes)
-        t0 = time.perf_counter()
-        result = generate_counterbias(project, dataset.id, ids, config, vote_set_id=setup.vote.vote_set_id,
-                                      settings=settings)
-        seconds = time.perf_counter() - t0
-        key = settings.key()
-        rows = [r for r in candidate_rows(project, example_ids=ids) if r["meta"].get("settings_key") == key]
-        first: dict[int, dict] = {}
-        for r in rows:
-            if r["status"] != "failed":
-                first.setdefault(int(r["example_id"]), r)
-        passing = {int(r["example_id"]) for r in rows if r["status"] == "proposed" and r["scores"].get("passes")}
-        made_ids = sorted(first)
-        texts = [first[i]["text"] for i in made_ids]
-        judged = {"vader": cq.vader_labels(texts) if texts else [], "tfidf": list(tfidf.predict(texts)) if texts else [],
-                  "ensemble": cq.ensemble_labels(project, members, texts) if texts else []}
-        reviews: dict[int, dict] = {}
-        for i in ids:
-            rec: dict = {"example_id": i, "made": float(i in first), "passes": float(i in passing)}
-            if i in first:
-                j = made_ids.index(i)
-                for judge, labels in judged.items():
-                    rec[judge] = float(labels[j] == targets[i])
-                text = first[i]["text"]
-                keep = list(first[i]["meta"].get("keep_words") or [])
-                rec["kept_words"] = (len(matched_words(text, keep)) if keep else 0, len(keep))
-                rec["kept"] = rec["kept_words"][0] / len(keep) if keep else None
-                o = cq.words(originals[i]["text"])
-                rec["distance"] = cq.edit_distance(o, cq.words(text)) / max(len(o), 1)
-                rec["passes_flipped"] = float(i in passing and rec["vader"] == 1.0 and rec["tfidf"] == 1.0)
-                rec["candidate"] = text
-            else:
-                rec["passes_flipped"] = 0.0
-                failed = [r for r in rows if int(r["example_id"]) == i]
-                rec["error"] = failed[0]["meta"].get("error") if failed else "no row"
-            rec["original"] = originals[i]["text"]
-            rec["target"] = targets[i]
-            reviews[i] = rec
-        per_review[name] = reviews
-        total = result.sent + result.cache_hits
-        per_new = seconds / result.sent if result.sent else math.nan
-        row = {"variant": name, "settings": {k: getattr(settings, k) for k in changes}, "key": key,
-               "requests": total / len(ids), "new_requests": result.sent, "seconds": seconds,
-               "seconds_alone": per_new * total / len(ids) if result.sent else math.nan}
-        for m in METRICS:
-            vals = [r[m] for r in reviews.values() if r.get(m) is not None]
-            row[m] = sum(vals) / len(vals) if vals else math.nan
-        kept = [r["kept_words"] for r in reviews.values() if "kept_words" in r]
-        row["kept"] = sum(k for k, _ in kept) / max(sum(t for _, t in kept), 1)
-        table[name] = row
-        with open(results / f"{name}.jsonl", "w", encoding="utf-8") as fh:
-            fh.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
-            for rec in reviews.values():
-                fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
-        print(f"{name}: {row['requests']:.1f} requests/review ({result.sent} new, {seconds:.0f} s), made "
-              f"{row['made']:.2f}, VADER {row['vader']:.2f}, TF-IDF {row['tfidf']:.2f}, ensemble "
-              f"{row['ensemble']:.2f}, kept {row['kept']:.2f}, distance {row['distance']:.3f}, passes "
-              f"{row['passes']:.2f}, passes+flipped {row['passes_flipped']:.2f}", file=sys.stderr, flush=True)
+    def measure(done_ids: list[int]) -> tuple[dict[str, dict], dict[str, dict[int, dict]]]:
+        """Each variant's per-review records and its row, over the reviews every variant has been run on."""
+        table: dict[str, dict] = {}
+        per_review: dict[str, dict[int, dict]] = {}
+        for name in names:
+            settings = variant_settings(base, name)
+            key = settings.key()
+            rows = [r for r in candidate_rows(project, example_ids=done_ids) if r["meta"].get("settings_key") == key]
+            first: dict[int, dict] = {}
+            for r in rows:
+                if r["status"] != "failed":
+                    first.setdefault(int(r["example_id"]), r)
+            passing = {int(r["example_id"]) for r in rows if r["status"] == "proposed" and r["scores"].get("passes")}
+            made_ids = sorted(first)
+            texts = [first[i]["text"] for i in made_ids]
+            judged = {"vader": cq.vader_labels(texts) if texts else [],
+                      "tfidf": list(tfidf.predict(texts)) if texts else [],
+                      "ensemble": cq.ensemble_labels(project, members, texts) if texts else []}
+            reviews: dict[int, dict] = {}
+            for i in done_ids:
+                rec: dict = {"example_id": i, "made": float(i in first), "passes": float(i in passing)}
+                if i in first:
+                    j = made_ids.index(i)
+                    for judge, labels in judged.items():
+                        rec[judge] = float(labels[j] == targets[i])
+                    text = first[i]["text"]
+                    keep = list(first[i]["meta"].get("keep_words") or [])
+                    rec["kept_words"] = (len(matched_words(text, keep)) if keep else 0, len(keep))
+                    rec["kept"] = rec["kept_words"][0] / len(keep) if keep else None
+                    o = cq.words(originals[i]["text"])
+                    rec["distance"] = cq.edit_distance(o, cq.words(text)) / max(len(o), 1)
+                    rec["passes_flipped"] = float(i in passing and rec["vader"] == 1.0 and rec["tfidf"] == 1.0)
+                    rec["candidate"] = text
+                else:
+                    rec["passes_flipped"] = 0.0
+                    failed = [r for r in rows if int(r["example_id"]) == i]
+                    rec["error"] = failed[0]["meta"].get("error") if failed else "no row"
+                rec["original"] = originals[i]["text"]
+                rec["target"] = targets[i]
+                reviews[i] = rec
+            per_review[name] = reviews
+            cost = spent[name]
+            total = cost["sent"] + cost["hits"]
+            row = {"variant": name, "settings": {k: getattr(settings, k) for k in VARIANTS[name]}, "key": key,
+                   "reviews": len(done_ids), "requests": total / len(done_ids), "new_requests": cost["sent"],
+                   "seconds": cost["seconds"],
+                   "seconds_alone": cost["seconds"] / cost["sent"] * total / len(done_ids) if cost["sent"] else math.nan}
+            for m in METRICS:
+                vals = [r[m] for r in reviews.values() if r.get(m) is not None]
+                row[m] = sum(vals) / len(vals) if vals else math.nan
+            kept = [r["kept_words"] for r in reviews.values() if "kept_words" in r]
+            row["kept"] = sum(k for k, _ in kept) / max(sum(t for _, t in kept), 1)
+            table[name] = row
+            with open(results / f"{name}.jsonl", "w", encoding="utf-8") as fh:
+                fh.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+                for rec in reviews.values():
+                    fh.write(json.dumps(rec, ensure_ascii=False) + "\n")
+        return table, per_review
 
-    # ---------------------------------------------------------------- the table
-    def f(x: float, w: int = 6, d: int = 2) -> str:
-        return f"{'–':>{w}}" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:{w}.{d}f}"
+    def print_table(table: dict[str, dict], per_review: dict[str, dict[int, dict]], done_ids: list[int], *,
+                    final: bool) -> None:
+        ids = done_ids
 
-    print(f"\nAblation of the edit method on {len(ids)} CAD dev reviews "
-          f"({'shortest' if args.shortest else f'seed {args.seed}'}; "
-          f"{sum(len(cq.words(originals[i]['text'])) for i in ids) / len(ids):.0f} words on average), "
-          f"model {args.model}, members {', '.join(members)}")
-    head = ["req/rev", "s/rev", "made", "VADER", "TF-IDF", "ens.", "kept", "dist", "passes", "pass+flip"]
-    print(f"{'variant':<10}" + "".join(f"{h:>10}" for h in head))
-    for name, row in table.items():
-        cells = [f(row["requests"], 10, 1), f(row["seconds_alone"], 10, 0), f(row["made"], 10), f(row["vader"], 10),
-                 f(row["tfidf"], 10), f(row["ensemble"], 10), f(row["kept"], 10), f(row["distance"], 10, 3),
-                 f(row["passes"], 10), f(row["passes_flipped"], 10)]
-        print(f"{name:<10}" + "".join(cells))
-    if "default" in per_review:
-        print("\nDifference from default, with the 95 % bootstrap interval over reviews (paired):")
-        print(f"{'variant':<10}" + "".join(f"{m:>22}" for m in ("vader", "tfidf", "ensemble", "passes_flipped", "distance")))
-        ref = per_review["default"]
-        for name, reviews in per_review.items():
-            if name == "default":
-                continue
-            cells = []
-            for m in ("vader", "tfidf", "ensemble", "passes_flipped", "distance"):
-                diffs = [reviews[i][m] - ref[i][m] for i in ids
-                         if reviews[i].get(m) is not None and ref[i].get(m) is not None]
-                lo, hi = bootstrap(diffs)
-                mean = sum(diffs) / len(diffs) if diffs else math.nan
-                cells.append(f"{f(mean, 6)} [{f(lo, 5)},{f(hi, 5)}]")
-            print(f"{name:<10}" + "".join(f"{c:>22}" for c in cells))
+        def f(x: float, w: int = 6, d: int = 2) -> str:
+            return f"{'–':>{w}}" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:{w}.{d}f}"
+
+        print(f"\nAblation of the edit method on {len(ids)} CAD dev reviews "
+              f"({'shortest' if args.shortest else f'seed {args.seed}'}; "
+              f"{sum(len(cq.words(originals[i]['text'])) for i in ids) / len(ids):.0f} words on average), "
+              f"model {args.model}, members {', '.join(members)}")
+        head = ["req/rev", "s/rev", "made", "VADER", "TF-IDF", "ens.", "kept", "dist", "passes", "pass+flip"]
+        print(f"{'variant':<10}" + "".join(f"{h:>10}" for h in head))
+        for name, row in table.items():
+            cells = [f(row["requests"], 10, 1), f(row["seconds_alone"], 10, 0), f(row["made"], 10), f(row["vader"], 10),
+                     f(row["tfidf"], 10), f(row["ensemble"], 10), f(row["kept"], 10), f(row["distance"], 10, 3),
+                     f(row["passes"], 10), f(row["passes_flipped"], 10)]
+            print(f"{name:<10}" + "".join(cells))
+        if "default" in per_review:
+            print("\nDifference from default, with the 95 % bootstrap interval over reviews (paired):")
+            print(f"{'variant':<10}" + "".join(f"{m:>22}" for m in ("vader", "tfidf", "ensemble", "passes_flipped", "distance")))
+            ref = per_review["default"]
+            for name, reviews in per_review.items():
+                if name == "default":
+                    continue
+                cells = []
+                for m in ("vader", "tfidf", "ensemble", "passes_flipped", "distance"):
+                    diffs = [reviews[i][m] - ref[i][m] for i in ids
+                             if reviews[i].get(m) is not None and ref[i].get(m) is not None]
+                    lo, hi = bootstrap(diffs)
+                    mean = sum(diffs) / len(diffs) if diffs else math.nan
+                    cells.append(f"{f(mean, 6)} [{f(lo, 5)},{f(hi, 5)}]")
+                print(f"{name:<10}" + "".join(f"{c:>22}" for c in cells))
+        sys.stdout.flush()
+
+    batches = [ids[k:k + args.batch] for k in range(0, len(ids), args.batch)] if args.batch else [ids]
+    spent = {name: {"sent": 0, "hits": 0, "seconds": 0.0} for name in names}
+    done: list[int] = []
+    for batch in batches:
+        for name in names:
+            settings = variant_settings(base, name)
+            t0 = time.perf_counter()
+            result = generate_counterbias(project, dataset.id, batch, config, vote_set_id=setup.vote.vote_set_id,
+                                          settings=settings)
+            spent[name]["seconds"] += time.perf_counter() - t0
+            spent[name]["sent"] += result.sent
+            spent[name]["hits"] += result.cache_hits
+        done.extend(batch)
+        table, per_review = measure(done)
+        print_table(table, per_review, done, final=batch is batches[-1])
+
     print(f"per-review records: {results}/")
     project.close()
     return 0
