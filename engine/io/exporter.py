@@ -87,8 +87,8 @@ def _row(example: dict[str, Any], columns: list[str]) -> dict[str, Any]:
     for column in columns:
         if column == "example_id":
             value = example["id"]
-        elif column == "id":
-            value = example["ext_id"]
+        elif column == "id":  # the source file's id; a row that came without one keeps its example id
+            value = example["ext_id"] if example["ext_id"] not in (None, "") else str(example["id"])
         elif column == "provenance":
             value = example["meta"] if carried is None else carried.get("provenance")
         elif column in ("created_at", "parent_id") and carried is not None and carried.get(column):

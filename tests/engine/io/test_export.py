@@ -120,3 +120,22 @@ def test_round_trip_property(project, tmp_path_factory, texts):
     export_dataset(project, ds.id, out)
     again = import_file(project, out, options=ImportOptions(name=project.unique_dataset_name("q"))).dataset
     assert _texts(project, again.id) == texts
+
+
+def test_every_exported_row_has_an_id_the_source_id_or_its_example_id(project, tmp_path):
+    src = tmp_path / "src.jsonl"  # no id column, as CAD's TSV files
+    src.write_text("\n".join(json.dumps({"text": t, "label": lab}) for t, lab in (("one", "a"), ("two", "b"), ("three", "a"))),
+                   encoding="utf-8")
+    ds = import_file(project, src).dataset
+    for fmt in ("csv", "jsonl"):
+        out = tmp_path / f"out.{fmt}"
+        export_dataset(project, ds.id, out)
+        if fmt == "csv":
+            with open(out, encoding="utf-8-sig", newline="") as f:
+                rows = list(csv.DictReader(f))
+        else:
+            rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+        assert [r["id"] for r in rows] == [str(r["example_id"]) for r in rows], fmt
+        assert len({r["id"] for r in rows}) == 3
+        again = import_file(project, out, options=ImportOptions(name=f"again-{fmt}"))  # the id survives a round trip
+        assert [e["ext_id"] for e in project.iter_examples(again.dataset.id)] == [r["id"] for r in rows]
