@@ -12,7 +12,7 @@ from typing import Any
 
 from PySide6.QtCore import QRect, Qt
 from PySide6.QtGui import QAction, QCloseEvent, QGuiApplication, QKeySequence
-from PySide6.QtWidgets import QDockWidget, QMainWindow, QMenu, QTabWidget, QWidget
+from PySide6.QtWidgets import QDockWidget, QMainWindow, QMenu, QMessageBox, QTabWidget, QWidget
 
 from app.controllers import (
     AnnotationController,
@@ -60,6 +60,8 @@ class MainWindow(QMainWindow):
         self.settings = settings or Settings()
         self.session = Session(self.settings, self)
         self.jobs = JobRunner(parent=self)
+        #: Whether closing with jobs running asks first (not on a headless platform: nobody would answer).
+        self.ask_before_quit = QGuiApplication.platformName() not in HEADLESS_PLATFORMS
         self.setWindowTitle("Counterbias Studio")
 
         # views
@@ -250,7 +252,24 @@ class MainWindow(QMainWindow):
         if not state.isEmpty():
             self.restoreState(state)
 
+    def confirm_quit(self, running: list[Job]) -> bool:
+        """Ask before quitting while jobs run (tests replace this method; it never asks without jobs)."""
+        names = "\n".join(f"• {job.title} ({job.fraction:.0%})" for job in running[:6])
+        more = f"\n… and {len(running) - 6} more" if len(running) > 6 else ""
+        answer = QMessageBox.question(
+            self, "Quit Counterbias Studio?",
+            f"{len(running)} job{'s are' if len(running) != 1 else ' is'} still running:\n{names}{more}\n\n"
+            "Quitting cancels them. What they finished is stored in the project, and running them again goes on "
+            "from there.",
+            QMessageBox.StandardButton.Cancel | QMessageBox.StandardButton.Yes, QMessageBox.StandardButton.Cancel)
+        return answer == QMessageBox.StandardButton.Yes
+
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802
+        running = self.jobs.active_jobs()
+        if running and self.ask_before_quit:
+            if not self.confirm_quit(running):
+                event.ignore()
+                return
         self.jobs.shutdown()
         self.settings.set("window_geometry", self.saveGeometry())
         self.settings.set("window_state", self.saveState())

@@ -122,3 +122,33 @@ def test_main_exits_zero_in_subprocess(tmp_path):
     assert done.returncode == 0, done.stderr
     assert shot.stat().st_size > 10_000
     assert (tmp_path / "demo.cbproj").is_file()
+
+
+def test_quit_with_a_running_job_asks_first_and_cancel_keeps_the_window(window, qtbot):
+    import time
+
+    from engine.errors import Cancelled
+
+    def wait_for_cancel(*, progress, cancel):
+        while not cancel.cancelled:
+            time.sleep(0.01)
+        raise Cancelled()
+
+    asked = []
+    window.ask_before_quit = True  # as on a desktop (offscreen it does not ask: nobody would answer)
+    window.confirm_quit = lambda running: asked.append([j.title for j in running]) or False
+    job = window.jobs.start(wait_for_cancel, title="Long job")
+    qtbot.waitUntil(lambda: job.is_active and job.started_at is not None, timeout=5000)
+    window.close()
+    assert asked == [["Long job"]] and window.isVisible() and job.is_active  # Cancel: nothing stopped
+    window.confirm_quit = lambda running: asked.append([j.title for j in running]) or True
+    window.close()
+    assert not window.isVisible() and len(asked) == 2
+    qtbot.waitUntil(lambda: not job.is_active, timeout=5000)
+
+
+def test_quit_without_jobs_does_not_ask(window):
+    window.ask_before_quit = True
+    window.confirm_quit = lambda running: pytest.fail("asked with no job running")
+    window.close()
+    assert not window.isVisible()
