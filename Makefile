@@ -45,7 +45,10 @@ $(VENV)/.docs-installed: pyproject.toml | $(BIN)/python
 setup: $(VENV)/.app-installed
 setup-test: $(VENV)/.test-installed
 
-run: setup
+# The display is checked first, with the system Python, so that a missing X11 library is named before the install.
+run:
+	@$(PYTHON) app/display_check.py
+	@$(MAKE) --no-print-directory setup
 	$(BIN)/python -m app --demo
 
 lint: setup-test

@@ -145,3 +145,10 @@ def display_problem(
     if fedora:
         line += f" (Fedora: sudo dnf install {' '.join(fedora)}; Arch: sudo pacman -S {' '.join(arch)})"
     return line + "."
+
+
+if __name__ == "__main__":  # `make run` runs this with the system Python before installing anything
+    problem = display_problem()
+    if problem:
+        print(problem, file=sys.stderr)
+    sys.exit(1 if problem else 0)

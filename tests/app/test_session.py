@@ -155,3 +155,15 @@ def test_a_write_waiting_for_another_process_is_shown_in_the_status_bar(qtbot, t
     thread.join()
     qtbot.waitUntil(lambda: window.statusBar().currentMessage() == message, timeout=2000)
     window.close()
+
+
+def test_the_display_check_runs_before_the_install_without_pyside(tmp_path):
+    """``make run`` runs app/display_check.py with the system Python (no site packages: no PySide6)."""
+    script = Path(__file__).resolve().parents[2] / "app" / "display_check.py"
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    no_display = subprocess.run([sys.executable, "-S", str(script)], env=env, capture_output=True, text=True,
+                                timeout=60)
+    assert no_display.returncode == 1 and "no display" in no_display.stderr and "Traceback" not in no_display.stderr
+    offscreen = subprocess.run([sys.executable, "-S", str(script)], env={**env, "QT_QPA_PLATFORM": "offscreen"},
+                               capture_output=True, text=True, timeout=60)
+    assert offscreen.returncode == 0 and offscreen.stderr == ""
