@@ -58,9 +58,12 @@ def _verdict_summary(scores: dict[str, Any]) -> tuple[str, str]:
     if failed:
         return "✗ " + ", ".join(sorted(failed)), tip
     passed = sum(v.get("status") == "pass" for v in verdicts.values())
-    if not label_judged(verdicts):
-        return f"✓ {passed} checks pass · label not judged", tip + "\nNo ensemble or LLM judge read the label."
-    return f"✓ {passed} checks pass", tip
+    skipped = sum(v.get("status") not in ("pass", "fail") for v in verdicts.values())
+    not_run = f", {skipped} not run" if skipped else ""
+    if not label_judged(verdicts):  # never a tick: the check that matters most did not run
+        return (f"? label not judged · {passed} pass{not_run}",
+                tip + "\nNo ensemble member or LLM judge read the label, so nothing says it flipped.")
+    return f"✓ {passed} checks pass{not_run}", tip
 
 
 class AnnotationPanel(QWidget):

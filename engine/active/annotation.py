@@ -176,9 +176,12 @@ def next_batch(project: Project, setup: AnnotationSetup, *, strategy: str = "ran
 
 
 def make_counterfactuals(project: Project, dataset_id: int, example_ids: Sequence[int], llm_config: LLMConfig, *,
-                         method: str = "vt", judge: Sequence[str] = (), progress: ProgressFn = no_progress,
+                         method: str = "vt", judge: Sequence[str] | None = None, progress: ProgressFn = no_progress,
                          cancel: CancelToken | None = None) -> dict[str, Any]:
     """Counterfactuals of labelled examples, made, stored and checked as candidates.
+
+    ``judge``: the members that judge them (default: the dataset's default judges, as for every generation
+    method — :func:`~engine.counterbias.verify.judge_members`; ``()``: none, and the label checks are not run).
 
     ``vt``: patterns are synthesized from the analyst's labels so far (stored with source
     ``annotations``); each example with a pattern of its label that matches it gets pattern-keeping
@@ -196,6 +199,10 @@ def make_counterfactuals(project: Project, dataset_id: int, example_ids: Sequenc
         raise ActiveLearningError(f"Unknown counterfactual method {method!r}.",
                                   f"Use one of: {', '.join(COUNTERFACTUAL_METHODS)}.")
     token = ensure_token(cancel)
+    if judge is None:
+        from engine.counterbias.verify import judge_members
+
+        judge = judge_members(project, dataset_id)
     ids = list(dict.fromkeys(int(i) for i in example_ids))
     out: dict[str, Any] = {"vt": [], "llm": [], "failed": 0, "patterns": 0}
     rest = ids

@@ -83,9 +83,12 @@ def test_annotation_verdict_summary_says_when_the_label_was_not_judged():
     form_only = {"verdicts": {"refusal": {"status": "pass"}, "copy": {"status": "pass"},
                               "label-flip": {"status": "skip", "reason": "no ensemble"}}}
     text, tip = _verdict_summary(form_only)
-    assert text == "✓ 2 checks pass · label not judged" and "No ensemble" in tip
+    assert text == "? label not judged · 2 pass, 1 not run" and "No ensemble" in tip
+    assert "✓" not in text  # a check that did not run never shows as a pass
     judged = {"verdicts": {**form_only["verdicts"], "label-flip": {"status": "pass"}}}
     assert _verdict_summary(judged)[0] == "✓ 3 checks pass"
+    skipped = {"verdicts": {**judged["verdicts"], "residual": {"status": "skip", "reason": "no reader"}}}
+    assert _verdict_summary(skipped)[0] == "✓ 3 checks pass, 1 not run"
     assert _verdict_summary({"verdicts": {**judged["verdicts"], "copy": {"status": "fail"}}})[0] == "✗ copy"
 
 
