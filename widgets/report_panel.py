@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
     QListWidgetItem,
     QProgressBar,
     QPushButton,
+    QSizePolicy,
     QSplitter,
     QTextBrowser,
     QVBoxLayout,
@@ -51,6 +52,9 @@ class ReportPanel(QWidget):
         self.title = QLabel("Open a dataset to see its before/after report.")
         self.title.setObjectName("reportTitle")
         self.title.setTextFormat(Qt.TextFormat.PlainText)
+        # a long title or error wraps instead of widening the window past a laptop's screen
+        self.title.setWordWrap(True)
+        self.title.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.compare = QComboBox()
         self.compare.setObjectName("reportCompare")
         self.compare.setToolTip("What the original is compared with: the originals plus the candidates accepted "
@@ -141,6 +145,7 @@ class ReportPanel(QWidget):
         """Show a rendered report (the HTML of :func:`~engine.evaluation.report_render.render_html`)."""
         self.set_busy(False)
         self.title.setText(title)
+        self.title.setToolTip(title)
         self._html = html_text
         self._has_report = True
         self._fit_to_width(force=True)
@@ -150,6 +155,7 @@ class ReportPanel(QWidget):
         """Show ``text`` instead of a report (no report, or why it cannot be built)."""
         self.set_busy(False)
         self.title.setText(text.splitlines()[0] if text else "")
+        self.title.setToolTip(text.splitlines()[0] if text else "")
         self.browser.setPlainText(text)
         self._has_report = False
         self._update_buttons()

@@ -17,7 +17,7 @@ from app.controllers.base import PanelController
 from app.jobs import Job, JobRunner
 from app.session import Session
 from engine.errors import CounterbiasError
-from engine.evaluation.report import Report, build_report
+from engine.evaluation.report import Report, build_report, has_candidates
 from engine.evaluation.report_render import check_target, render_html, write_html, write_pdf
 from engine.progress import CancelToken, ProgressFn, scaled
 from engine.store import DatasetInfo, Project
@@ -25,6 +25,12 @@ from widgets.error_dialog import show_error
 from widgets.report_panel import ReportPanel
 
 __all__ = ["ReportController", "build_and_render"]
+
+
+#: What the Report tab says before a dataset has candidates.
+NO_CANDIDATES = ("No candidates yet, so there is nothing to compare.\nNext: make candidates in the Counterbias tab "
+                 "and accept or reject them; this tab then compares the original with the originals plus the accepted "
+                 "candidates (or with an augmented version chosen under 'compare with').")
 
 
 def build_and_render(project: Project, dataset_id: int, augmented_id: int | None, max_width_px: int | None = None,
@@ -90,6 +96,10 @@ class ReportController(PanelController):
             return None
         augmented = self.panel.augmented_id()
         key = (dataset.id, augmented)
+        if augmented is None and not has_candidates(project, dataset.id):  # an empty state, not a failed job
+            self._built_for, self.report, self.html = key, None, None
+            self.panel.show_message(NO_CANDIDATES)
+            return None
         self._built_for = key
         self.panel.set_busy(True)
         job = self.jobs.start(build_and_render, project, dataset.id, augmented, self.panel.content_width(), title=f"Report of {dataset.name}",

@@ -468,6 +468,17 @@ def _diversity(project: Project, accepted: Sequence[Mapping[str, Any]], progress
 # ---------------------------------------------------------------------------- entry point
 
 
+def has_candidates(project: Project, dataset_id: int) -> bool:
+    """Whether a dataset (or the original an augmented version was built from) has any candidate: without one
+    and without an augmented version there is nothing to report (one indexed query, safe on the GUI thread)."""
+    dataset = project.dataset(dataset_id)
+    ids = [dataset.id] + ([dataset.parent_id] if dataset.kind == "augmented" and dataset.parent_id else [])
+    row = project.db.execute(
+        "SELECT 1 FROM candidates WHERE example_id IN (SELECT example_id FROM dataset_members WHERE dataset_id IN "
+        f"({','.join('?' * len(ids))})) LIMIT 1", ids).fetchone()
+    return row is not None
+
+
 def build_report(
     project: Project,
     dataset_id: int | str,

@@ -152,3 +152,20 @@ def test_quit_without_jobs_does_not_ask(window):
     window.confirm_quit = lambda running: pytest.fail("asked with no job running")
     window.close()
     assert not window.isVisible()
+
+
+def test_every_tab_fits_a_1366x768_laptop_screen(window, tmp_path, qtbot):
+    """The window's minimum size stays within 1366×768 on every tab of the demo (the Report tab's error line once
+    widened it past the screen)."""
+    from PySide6.QtWidgets import QTabWidget
+
+    window.resize(1366, 768)
+    assert window.open_project(ensure_demo_project(tmp_path / "demo.cbproj"))
+    tabs = window.findChild(QTabWidget)
+    for i in range(tabs.count()):
+        tabs.setCurrentIndex(i)
+        qtbot.wait(200)  # the tab's first job (statistics, the report) starts and may fail with its error line
+        qtbot.waitUntil(lambda: not window.jobs.is_busy, timeout=30_000)
+        hint = window.minimumSizeHint()
+        assert hint.width() <= 1366 and hint.height() <= 768, (tabs.tabText(i), hint)
+        assert window.width() <= 1366, (tabs.tabText(i), window.width())
