@@ -35,6 +35,10 @@ from PySide6.QtWidgets import (
 __all__ = ["JobsModel", "JobsPanel", "ProgressBarDelegate"]
 
 
+def _short(title: str, limit: int = 28) -> str:
+    return title if len(title) <= limit else title[: limit - 1] + "…"
+
+
 class JobsModel(Protocol):
     """What the panel needs of a jobs table model (besides being a ``QAbstractItemModel``).
 
@@ -151,7 +155,8 @@ class JobsPanel(QWidget):
         self.summary = QLabel(self)
         self.summary.setTextFormat(Qt.TextFormat.PlainText)
         self.cancel_button = QPushButton("Cancel", self)
-        self.cancel_button.setToolTip("Stop the selected job at its next checkpoint")
+        self.cancel_button.setToolTip("Stop the selected job (none selected: the newest one still running) at its next "
+                                      "checkpoint; what it finished is kept")
         self.cancel_button.clicked.connect(self.cancel_selected)
         self.clear_button = QPushButton("Clear finished", self)
         self.clear_button.setToolTip("Remove finished, failed and cancelled jobs from the list")
@@ -169,6 +174,7 @@ class JobsPanel(QWidget):
         self.view.selectionModel().selectionChanged.connect(self._selection_changed)
         for signal in (model.dataChanged, model.rowsInserted, model.rowsRemoved, model.modelReset):
             signal.connect(self._update_controls)
+        model.rowsInserted.connect(self._show_new_rows)
         self._update_controls()
 
     # ------------------------------------------------------------------ public API
@@ -199,9 +205,20 @@ class JobsPanel(QWidget):
             self._cancel(job_id)
         self.cancel_requested.emit(job_id)
 
-    def cancel_selected(self) -> None:
-        """Cancel the selected job, if it can be."""
+    def cancel_target(self) -> Any:
+        """The job Cancel stops: the selected one if it can be cancelled, else the newest one that can."""
         job = self.selected_job()
+        if job is not None and job.can_cancel:
+            return job
+        for row in range(self._model.rowCount() - 1, -1, -1):
+            candidate = self._model.job_at(row)
+            if candidate is not None and candidate.can_cancel:
+                return candidate
+        return None
+
+    def cancel_selected(self) -> None:
+        """Cancel :meth:`cancel_target` (the selected job, or the newest running one)."""
+        job = self.cancel_target()
         if job is not None:
             self.cancel_job(job.job_id)
 
@@ -209,9 +226,14 @@ class JobsPanel(QWidget):
     def _selection_changed(self, selected: QItemSelection, deselected: QItemSelection) -> None:
         self._update_controls()
 
+    def _show_new_rows(self, parent: QModelIndex, first: int, last: int) -> None:
+        self.view.scrollTo(self._model.index(last, 0))  # a new job is never hidden below the visible rows
+
     def _update_controls(self, *args: object) -> None:
-        job = self.selected_job()
-        self.cancel_button.setEnabled(job is not None and job.can_cancel)
+        target = self.cancel_target()
+        self.cancel_button.setEnabled(target is not None)
+        self.cancel_button.setText("Cancel" if target is None or target is self.selected_job() else
+                                   f"Cancel “{_short(target.title)}”")
         counts = self._model.counts()
         running, queued = counts.get("running", 0), counts.get("queued", 0)
         self.clear_button.setEnabled(sum(counts.values()) > running + queued)

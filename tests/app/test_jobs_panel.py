@@ -84,24 +84,39 @@ def test_panel_cancel_button_and_callback(qtbot):
     panel = JobsPanel(model, cancel=lambda job_id: (asked.append(job_id), model.update_job(job_id, cancel_requested=True)))
     qtbot.addWidget(panel)
     assert isinstance(panel.view.itemDelegateForColumn(JobsTableModel.PROGRESS), ProgressBarDelegate)
-    assert not panel.cancel_button.isEnabled()  # nothing selected
+    # nothing selected: Cancel acts on the running job and names it
+    assert panel.cancel_button.isEnabled() and panel.cancel_button.text() == "Cancel “running”"
+    assert panel.cancel_target().job_id == 1
 
     panel.select_job(2)
-    assert panel.selected_job().job_id == 2
-    assert not panel.cancel_button.isEnabled()  # finished jobs cannot be cancelled
+    assert panel.selected_job().job_id == 2  # a finished job cannot be cancelled: Cancel still names the running one
+    assert panel.cancel_target().job_id == 1 and "running" in panel.cancel_button.text()
 
     panel.select_job(1)
-    assert panel.cancel_button.isEnabled()
+    assert panel.cancel_button.isEnabled() and panel.cancel_button.text() == "Cancel"
     with qtbot.waitSignal(panel.cancel_requested) as blocker:
         qtbot.mouseClick(panel.cancel_button, Qt.MouseButton.LeftButton)
     assert blocker.args == [1] and asked == [1]
     assert model.index(0, JobsTableModel.STATUS).data() == "Cancelling"
-    assert not panel.cancel_button.isEnabled()  # already asked
+    assert not panel.cancel_button.isEnabled()  # already asked, and no other job to cancel
 
     assert panel.clear_button.isEnabled()
     qtbot.mouseClick(panel.clear_button, Qt.MouseButton.LeftButton)
     assert model.rowCount() == 1 and model.job_at(0).job_id == 1
     assert panel.summary.text() == "1 running"
+
+
+def test_panel_scrolls_to_a_new_job(qtbot):
+    model = JobsTableModel(tick_ms=0)
+    panel = JobsPanel(model)
+    qtbot.addWidget(panel)
+    panel.resize(600, 120)  # three rows visible, as in the main window
+    panel.show()
+    for i in range(12):
+        model.add_job(JobRow(job_id=i, title=f"job {i}", status=JobStatus.QUEUED))
+    qtbot.waitUntil(lambda: panel.view.rowAt(panel.view.viewport().height() - 2) in (11, -1), timeout=2000)
+    last = panel.view.visualRect(model.index(11, 0))
+    assert panel.view.viewport().rect().intersects(last)  # the newest job is on screen
 
 
 def test_panel_paints_progress_bars(qtbot):
