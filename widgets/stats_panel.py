@@ -34,6 +34,7 @@ from engine.stats import FeatureConfig, StatsConfig, ZStatsConfig, ZStatsResult,
 from engine.store import DatasetInfo
 from widgets.competency_plot import ALL, CompetencyPlot
 from widgets.models.array_model import ArrayTableModel, Column, fmt_float, fmt_int
+from widgets.wording import count_of
 
 FAMILIES = (
     ("unigrams", "unigrams"),
@@ -212,7 +213,7 @@ class StatsPanel(QWidget):
         """Show the settings for ``dataset``; ``datasets`` fill the comparison choice."""
         self.dataset = dataset
         self.title.setText(
-            f"<b>{dataset.name}</b> — {dataset.row_count:,} examples, labels: {', '.join(dataset.labels)}"
+            f"<b>{dataset.name}</b> — {count_of(dataset.row_count, 'example')}, labels: {', '.join(dataset.labels)}"
             if dataset else "No dataset"
         )
         self.compute_button.setEnabled(dataset is not None)

@@ -33,6 +33,7 @@ from engine.progress import CancelToken, ProgressFn
 from engine.store import DatasetInfo, Project
 from widgets.annotation_panel import AnnotationPanel
 from widgets.llm_dialog import FIELDS, config_from_values
+from widgets.wording import count_of
 
 __all__ = ["AnnotationController"]
 
@@ -117,7 +118,7 @@ class AnnotationController(PanelController):
                     self.cf_labels[int(a.candidate_id)] = a.label
             self._show_queue()
             self.panel.show_curve(state.curve)
-            self.panel.set_status(f"{len(self.labels)} examples labelled; {len(state.setup.test_ids)} held out for "
+            self.panel.set_status(f"{count_of(len(self.labels), 'example')} labelled; {len(state.setup.test_ids)} held out for "
                                   f"the learning curve. Press Next batch to choose examples.")
 
         job.on_finished(done)
@@ -130,9 +131,9 @@ class AnnotationController(PanelController):
         dataset, project = self.session.dataset, self.session.project
         if dataset is None or project is None:
             return None
-        self.panel.set_status(f"Choosing {n} examples ({strategy})…")
+        self.panel.set_status(f"Choosing {count_of(n, 'example')} ({strategy})…")
         job = self.jobs.start(_choose, project, dataset.id, strategy, n, kind="annotate-choose",
-                              title=f"Choose {n} examples of {dataset.name} ({strategy})", report_errors=False)
+                              title=f"Choose {count_of(n, 'example')} of {dataset.name} ({strategy})", report_errors=False)
 
         def done(result: tuple[AnnotationSetup, list[int]]) -> None:
             self.setup, ids = result
@@ -141,7 +142,7 @@ class AnnotationController(PanelController):
                     self.queue.append(i)
                     self.strategy_of[i] = strategy
             self._show_queue(select=ids[0] if ids else None)
-            self.panel.set_status(f"{len(ids)} examples to label ({strategy}); keys 1–9 give the labels."
+            self.panel.set_status(f"{count_of(len(ids), 'example')} to label ({strategy}); keys 1–9 give the labels."
                                   if ids else "Every example of the pool is labelled.")
 
         job.on_finished(done)
@@ -200,7 +201,7 @@ class AnnotationController(PanelController):
         if example_id not in self.queue:
             self.queue.append(example_id)
         left = sum(1 for i in self.queue if i not in self.labels)
-        self.panel.set_status(f"{len(self.labels)} examples labelled; {left} left in the queue"
+        self.panel.set_status(f"{count_of(len(self.labels), 'example')} labelled; {left} left in the queue"
                               + ("" if left else ": press Next batch for more") + ".")
         following = [i for i in self.queue[self.queue.index(example_id) + 1:] if i not in self.labels]
         self._show_queue(select=following[0] if following else example_id)

@@ -23,6 +23,7 @@ from engine.store import DatasetInfo
 from widgets.llm_dialog import FIELDS, config_from_values, settings_from_values, usage_text
 from widgets.review_panel import ReviewPanel
 from widgets.triples_view import SentenceRow
+from widgets.wording import count_of
 
 if TYPE_CHECKING:
     from engine.llm.config import LLMConfig
@@ -158,7 +159,7 @@ class GenerationController(PanelController):
 
         return self._live(self.run_job(
             generate_counterbias, project, dataset.id, ids, config, settings=settings, chunk_size=self.chunk_size,
-            kind="generate", title=f"Counterbias for {count:,} examples of {dataset.name}", done=done,
+            kind="generate", title=f"Counterbias for {count_of(count, 'example')} of {dataset.name}", done=done,
             failed=self._generation_failed,
             cancelled=self._generation_cancelled("Cancelled; finished candidates are kept and Generate resumes.")))
 
@@ -192,11 +193,11 @@ class GenerationController(PanelController):
                 return None
             job = self.run_job(core_edit, project, dataset.id, ids, config, RetrievalSettings(corpus=corpus, model=member),
                                judge=judge, kind="generate", **ends,
-                               title=f"CORE for {count:,} examples of {dataset.name} ({corpus})")
+                               title=f"CORE for {count_of(count, 'example')} of {dataset.name} ({corpus})")
         else:
             job = self.run_job(generate_guided, project, dataset.id, ids, config, settings=GuidedSettings(method="llm"),
                                judge=judge, kind="generate", **ends,
-                               title=f"LLM-only edits for {count:,} examples of {dataset.name}")
+                               title=f"LLM-only edits for {count_of(count, 'example')} of {dataset.name}")
         self.panel.set_message(f"{'CORE' if method == 'core' else 'LLM-only'} edits for {count:,} example(s) with "
                                f"{config.backend}:{config.model}…")
         return self._live(job)

@@ -11,6 +11,7 @@ from engine.stats.presets_io import zfilter_preset_project
 from engine.store import DatasetInfo
 from widgets.stats_panel import StatsPanel
 from widgets.zfilter_dialog import ZFilterDialog, ZFilterRequest
+from widgets.wording import count_of
 
 __all__ = ["StatsController"]
 
@@ -61,7 +62,7 @@ class StatsController(PanelController):
             return
         ids = self.current.examples_with(feature)
         self.showExamples.emit(ids, f"examples holding {feature!r}")
-        self.status(f"{len(ids):,} examples hold {feature!r}", 8000)
+        self.status(f"{count_of(len(ids), 'example')} hold {feature!r}", 8000)
 
     def zfilter_dialog(self) -> ZFilterDialog | None:
         """Open the z-filter dialog on the session's dataset (non-blocking); returns it (for tests)."""
