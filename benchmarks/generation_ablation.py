@@ -52,11 +52,11 @@ _STAGE_OFF: dict[str, dict[str, object]] = {
 VARIANTS: dict[str, dict[str, object]] = {
     "default": {},
     "minimal": {k: v for off in _STAGE_OFF.values() for k, v in off.items()},
-    **{f"-{name}": off for name, off in _STAGE_OFF.items()},
+    **{f"no-{name}": off for name, off in _STAGE_OFF.items()},
     "seed+1": {"seed": None},
 }
-DEFAULT_ORDER = ("default", "minimal", "-opinion", "-polar", "-fresh", "-flip", "-moved", "-hold", "-swap",
-                 "-remove", "seed+1")
+DEFAULT_ORDER = ("default", "minimal", "no-opinion", "no-polar", "no-fresh", "no-flip", "no-moved", "no-hold",
+                 "no-swap", "no-remove", "seed+1")
 METRICS = ("made", "vader", "tfidf", "ensemble", "kept", "distance", "passes", "passes_flipped")
 
 
