@@ -71,7 +71,7 @@ def _method_help(method: str) -> str:
 
 
 def _add_core_options(p: argparse.ArgumentParser) -> None:
-    from engine.cli.retrieval import index_options
+    from engine.cli.index_args import index_options
 
     g = p.add_argument_group("core", "--method core (and --keywords for llm): retrieval from a corpus")
     g.add_argument("--corpus", help="corpus name (see 'corpus' and 'index')")
@@ -173,7 +173,7 @@ def _inputs(args: argparse.Namespace, method: str) -> Any:
                                   temperature=args.temperature, seed=args.seed, max_tokens=args.max_tokens)
         if method == "llm":
             return settings
-        from engine.cli.retrieval import kind_params
+        from engine.cli.index_args import kind_params
         from engine.counterbias.retrieve_edit import RetrievalSettings
 
         retrieval = RetrievalSettings(corpus=args.corpus, model=args.member, k=args.k, per_sentence=not args.per_text,
@@ -189,7 +189,7 @@ def _inputs(args: argparse.Namespace, method: str) -> Any:
 
 
 def _check_core(args: argparse.Namespace) -> None:
-    from engine.cli.retrieval import check_k_and_diversity
+    from engine.cli.index_args import check_k_and_diversity
     from engine.retrieval.errors import RetrievalError
 
     if not (args.corpus and args.member):
