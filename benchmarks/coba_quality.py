@@ -222,6 +222,9 @@ def add_setup_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--first", type=int, default=None,
                         help="keep only the first N of the chosen reviews (by id): a shorter run on the same sample")
+    parser.add_argument("--skip", type=int, default=0,
+                        help="drop the first N of the chosen reviews (after --first): continue a stopped run, writing "
+                        "to another --results folder")
     parser.add_argument("--ids", default=None,
                         help="comma-separated example ids (as in --out's file): exactly these reviews, e.g. to re-read "
                         "a few after a change")
@@ -290,6 +293,8 @@ def prepare(args: argparse.Namespace) -> SimpleNamespace:
         chosen = sorted(random.Random(args.seed).sample(usable, min(args.reviews, len(usable))), key=lambda r: r["id"])
     if args.first:
         chosen = chosen[: args.first]
+    if getattr(args, "skip", 0):
+        chosen = chosen[args.skip:]
     if args.ids:
         wanted = {int(x) for x in args.ids.split(",") if x.strip()}
         chosen = [r for r in usable if int(r["id"]) in wanted]

@@ -80,31 +80,37 @@ def bootstrap(diffs: list[float], rounds: int = 2000, seed: int = 0) -> tuple[fl
     return means[int(0.025 * rounds)], means[int(0.975 * rounds) - 1]
 
 
-def summarise(folder: Path) -> int:
-    """Print the table again from the per-review records of a run (``--from-records``), with how many reviews'
-    candidates each variant changed against the default, over the reviews every variant has a record of."""
-    rows, records = {}, {}
-    for path in sorted(folder.glob("*.jsonl")):
-        lines = path.read_text(encoding="utf-8").splitlines()
-        rows[path.stem] = json.loads(lines[0])
-        records[path.stem] = {json.loads(x)["example_id"]: json.loads(x) for x in lines[1:]}
+def summarise(folders: list[Path]) -> int:
+    """Print the table again from the per-review records of one run or of several parts of one run
+    (``--from-records A B``: e.g. a run continued with ``--skip``), with how many reviews' candidates each variant
+    changed against the default. Each variant is compared with the default over the reviews both have records of
+    (``n``); its requests per review are the parts' figures weighted by their reviews."""
+    weighted: dict[str, list[tuple[float, int]]] = {}
+    records: dict[str, dict[int, dict]] = {}
+    for folder in folders:
+        for path in sorted(folder.glob("*.jsonl")):
+            lines = path.read_text(encoding="utf-8").splitlines()
+            row = json.loads(lines[0])
+            weighted.setdefault(path.stem, []).append((row["requests"], row["reviews"]))
+            records.setdefault(path.stem, {}).update({json.loads(x)["example_id"]: json.loads(x) for x in lines[1:]})
     if "default" not in records:
-        raise SystemExit(f"no default.jsonl in {folder}")
-    ids = sorted(set.intersection(*(set(r) for r in records.values())))
+        raise SystemExit(f"no default.jsonl in {', '.join(map(str, folders))}")
     ref = records["default"]
-    print(f"{len(ids)} reviews in every variant's records ({folder})")
-    print(f"{'variant':<10}{'req/rev':>9}{'changed':>9}{'made':>7}{'VADER':>7}{'TF-IDF':>8}{'ens.':>7}{'kept':>7}"
-          f"{'dist':>7}{'passes':>8}")
+    print(f"{len(ref)} reviews in the default's records ({', '.join(map(str, folders))})")
+    print(f"{'variant':<10}{'n':>4}{'req/rev':>9}{'changed':>9}{'made':>7}{'VADER':>7}{'TF-IDF':>8}{'ens.':>7}"
+          f"{'kept':>7}{'dist':>7}{'passes':>8}")
     order = ["default", "minimal"] + sorted(v for v in records if v not in ("default", "minimal"))
     for name in (v for v in order if v in records):
         rec = records[name]
+        ids = sorted(set(rec) & set(ref))
 
         def mean(key: str) -> float:
             vals = [rec[i][key] for i in ids if rec[i].get(key) is not None]
             return sum(vals) / len(vals) if vals else math.nan
 
+        requests = sum(r * n for r, n in weighted[name]) / max(sum(n for _, n in weighted[name]), 1)
         changed = sum(rec[i].get("candidate") != ref[i].get("candidate") for i in ids)
-        print(f"{name:<10}{rows[name]['requests']:>9.1f}{changed:>6}/{len(ids):<2}{mean('made'):>7.2f}"
+        print(f"{name:<10}{len(ids):>4}{requests:>9.1f}{changed:>6}/{len(ids):<2}{mean('made'):>7.2f}"
               f"{mean('vader'):>7.2f}{mean('tfidf'):>8.2f}{mean('ensemble'):>7.2f}{mean('kept'):>7.2f}"
               f"{mean('distance'):>7.3f}{mean('passes'):>8.2f}")
     return 0
@@ -122,8 +128,9 @@ def main() -> int:
                         "reviews (default 5; 0: all at once)")
     parser.add_argument("--results", type=Path, default=None,
                         help="folder for the per-review JSONL files (default: benchmarks/results/ablation-<seed>)")
-    parser.add_argument("--from-records", type=Path, default=None, metavar="FOLDER",
-                        help="generate nothing: print the table from the per-review records of an earlier run")
+    parser.add_argument("--from-records", type=Path, nargs="+", default=None, metavar="FOLDER",
+                        help="generate nothing: print the table from the per-review records of an earlier run (or "
+                        "of its parts, several folders)")
     args = parser.parse_args()
     if args.from_records:
         return summarise(args.from_records)
