@@ -62,6 +62,9 @@ class Option:
     decimals: int = 2
     off: str | None = None
     more: str = ""
+    #: Added after runs were stored: at its default it is left out of :meth:`GenerateSettings.key`, so that the
+    #: candidates made before keep their key (resume does not make them again).
+    later: bool = False
     name: str = ""
     default: Any = None
     kind: type = object
@@ -197,6 +200,13 @@ class GenerateSettings:
         more="Extracts the fact triples of every sentence first (one request per sentence, as the reconstruct mode "
         "does) and edits the sentences whose triples hold a principal word; off, sentences are chosen by their "
         "principal words, ratings and the sentence reader, and no triple request is sent.")
+    demonstrations: int = option(
+        2, label="Demonstrations per edit:", modes=_EDIT, minimum=0, maximum=8, off="off", later=True,
+        help="human pairs or accepted candidates shown as examples in each sentence edit request (default 2; 0: off)",
+        more="The sentence edits of the dataset's demonstration pairs (imported with 'counterbias demos import', "
+        "and every candidate accepted in review) nearest to the sentence being edited, going the same way, replace "
+        "the prompt's invented examples in its first request. The pool is read again before each chunk. Without "
+        "pairs the invented examples stay.")
     sentence_reader: str = option(
         "llm", label="Sentences read by:", modes=_EDIT,
         items=(("llm", "The LLM (one short request per sentence)"), ("members", "The ensemble members")),
@@ -226,6 +236,9 @@ class GenerateSettings:
         if self.sentence_reader not in SENTENCE_READERS:
             raise GenerationConfigError(f"Unknown sentence reader {self.sentence_reader!r}.",
                                         "Use one of: " + ", ".join(SENTENCE_READERS.names()) + ".")
+        if not 0 <= self.demonstrations <= 8:
+            raise GenerationConfigError(f"demonstrations {self.demonstrations} is out of range.",
+                                        "Use 0 (off) to 8 demonstrations per edit request.")
         if self.fields is not None:
             object.__setattr__(self, "fields", tuple(self.fields))
 
@@ -264,6 +277,9 @@ class GenerateSettings:
         data = self.to_dict()
         for name in inactive_options(data):
             data[name] = OPTIONS[name].default
+        for name, declared in OPTIONS.items():
+            if declared.later and data[name] == declared.default:
+                del data[name]
         return data
 
     def key(self) -> str:

@@ -43,6 +43,10 @@ def _edit_notes(edit: dict[str, Any]) -> str:
         notes.append("released spurious words: " + esc(", ".join(edit["released"]) + why))
     if edit.get("swapped"):
         notes.append("phrase swap: " + "; ".join(f"“{esc(a)}” → “{esc(b)}”" for a, b in edit["swapped"].items()))
+    for demo in edit.get("demos") or []:
+        source = "your accepted candidate" if demo.get("source") == "accepted" else "imported pair"
+        notes.append(f"example shown ({source} {esc(str(demo.get('id', '')))}): “{esc(str(demo.get('sentence', '')))}” "
+                     f"→ “{esc(str(demo.get('edited', '')))}”")
     return f"<br><span style='color:#555'>{' · '.join(notes)}</span>" if notes else ""
 
 

@@ -52,6 +52,7 @@ COMMANDS: Registry[AddCommand] = Registry(
         **_verbs("engine.cli.models", "train", "attribute", "vote", "models"),
         **_verbs("engine.cli.llm", "serve-llm", "triples"),
         **_verbs("engine.cli.generate", "generate", "verify", "candidates", "decide", "augment"),
+        **_verbs("engine.cli.demos", "demos"),
         **_verbs("engine.cli.evaluation", "evaluate", "diversity", "report"),
         **_verbs("engine.cli.retrieval", "corpus", "index", "retrieve", "core", "train-retriever"),
         **_verbs("engine.cli.active", "al-data", "al-simulate", "annotate"),

@@ -71,6 +71,9 @@ class SentenceEdit:
     #: The sentence is removed from the candidate (``new == ""``): it still read as the original label after every try
     #: and held no word to keep (``GenerateSettings.edit_remove``).
     removed: bool = False
+    #: The demonstrations its requests were shown (:meth:`engine.generation.demos.Demo.to_dict`), in place of the
+    #: prompt's invented examples.
+    demos: list[dict[str, str]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {"index": self.index, "original": self.original, "sentence": self.sentence, "change": self.change,
@@ -81,7 +84,8 @@ class SentenceEdit:
                 **({"released": self.released} if self.released else {}),
                 **({"held": self.held, "hold": self.hold} if self.held else {}),
                 **({"swapped": self.swapped} if self.swapped else {}),
-                **({"removed": True} if self.removed else {})}
+                **({"removed": True} if self.removed else {}),
+                **({"demos": self.demos} if self.demos else {})}
 
 
 @dataclass(frozen=True)

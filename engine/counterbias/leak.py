@@ -67,6 +67,11 @@ class LeakGuard:
                 ngrams |= _grams(tokens, NGRAM)
         return cls(frozenset(sentences), frozenset(ngrams))
 
+    def widened(self, texts: Iterable[str]) -> LeakGuard:
+        """This guard and the phrases of ``texts`` (e.g. the demonstrations a request was shown)."""
+        more = LeakGuard.from_texts(texts)
+        return LeakGuard(self.sentences | more.sentences, self.ngrams | more.ngrams)
+
     @classmethod
     def from_prompts(cls, prompts: Iterable[Prompt | str]) -> LeakGuard:
         """From the example messages of prompts (names or parsed prompts)."""

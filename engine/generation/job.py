@@ -20,6 +20,7 @@ from engine.counterbias.phrase_swap import PhraseSwapper
 from engine.counterbias.sentence_reading import create_reader
 from engine.counterbias.settings import GenerateSettings
 from engine.counterbias.triples import extract_triples
+from engine.generation.demos import DemoPool
 from engine.generation.edit.pipeline import edit_prompts, run_edit_chunk
 from engine.generation.edit.state import EditRun
 from engine.generation.plan import plan_slots
@@ -58,6 +59,8 @@ class GenerateResult:
     #: judge later candidates; ``verify`` adds their verdict to these).
     judges: list[str] = field(default_factory=list)
     judges_training: list[str] = field(default_factory=list)
+    #: Sentence edits in the demonstration pool when the run started (0: the prompts' invented examples only).
+    demonstrations: int = 0
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -72,6 +75,7 @@ class GenerateResult:
             "seconds": round(self.seconds, 2),
             "judges": list(self.judges),
             "judges_training": list(self.judges_training),
+            **({"demonstrations": self.demonstrations} if self.demonstrations else {}),
         }
 
 
@@ -90,6 +94,21 @@ def run_prompts(settings: GenerateSettings, fields: Sequence[str]) -> tuple[str,
     """The prompts a run with ``settings`` on ``fields`` may send (their hashes are recorded in the run): those of
     the enabled edit stages (:func:`~engine.generation.edit.pipeline.edit_prompts`), or reconstruct mode's."""
     return edit_prompts(settings, fields) if settings.mode == "edit" else RECONSTRUCT_PROMPTS
+
+
+def demo_pool(project: Project, dataset_id: int, settings: GenerateSettings, fields: Sequence[str],
+              progress: ProgressFn = no_progress) -> DemoPool | None:
+    """The dataset's demonstration pool, read (``None`` where edit requests take no demonstrations)."""
+    if settings.mode != "edit" or not settings.demonstrations or "text" not in fields:
+        return None
+    from engine.generation.demo_pairs import pair_counts
+
+    if not any(pair_counts(project, dataset_id).values()):
+        return None
+    progress(0.0, "counterbias: reading the demonstrations")
+    pool = DemoPool(project, dataset_id)
+    pool.refresh()
+    return pool
 
 
 def generate_counterbias(
@@ -204,6 +223,8 @@ def generate_counterbias(
                         # an edited sentence leans further from its target than before (a cruder test: it
                         # refused "not as solid as" -> "much stronger than")
                         slot.lean = label_lean(by_label[slot.target])
+            pool = demo_pool(project, dataset.id, settings, fields, progress)
+            result.demonstrations = len(pool) if pool is not None else 0
             gen_progress = scaled(progress, 0.3 if settings.uses_triples else 0.0, 1.0)
             gen_started = time.perf_counter()
             chunk_size = chunk_size or max(4, 2 * int(llm_config.concurrency))
@@ -211,8 +232,11 @@ def generate_counterbias(
                 token.raise_if_cancelled()
                 chunk = slots[start : start + chunk_size]
                 if settings.mode == "edit":
+                    if pool is not None and start:
+                        pool.refresh()  # candidates accepted meanwhile teach this chunk
                     run_edit_chunk(EditRun(client, dataset, settings, mapping, token, guard, chunk, label_fn=label_fn,
-                                           reader=polar_fn, finder=finder, swapper=swapper))
+                                           reader=polar_fn, finder=finder, swapper=swapper,
+                                           pool=pool if pool is not None and len(pool) else None))
                 else:
                     run_reconstruct_chunk(client, chunk, dataset, settings, mapping, token, guard)
                 created, failed = project.writer.run(store_slots, run.id, chunk, key, llm_config, vote_set["id"])

@@ -381,6 +381,26 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE triples ADD COLUMN splitter INTEGER NOT NULL DEFAULT 1;
     """,
+    # 11 (issue 51, demonstrations): human counterfactual pairs imported for a dataset (engine.generation.demo_pairs),
+    # and the sentence vectors of the demonstration pool, cached by encoder and sentence (engine.generation.demos).
+    """
+    CREATE TABLE demo_pairs (
+        id INTEGER PRIMARY KEY,
+        dataset_id INTEGER NOT NULL REFERENCES datasets(id),
+        pair_key TEXT NOT NULL,           -- hash of (original, revised)
+        original TEXT NOT NULL,
+        label TEXT NOT NULL,
+        revised TEXT NOT NULL,
+        target TEXT NOT NULL,
+        source TEXT NOT NULL,             -- the file's name
+        created_at TEXT NOT NULL,
+        UNIQUE (dataset_id, pair_key)
+    );
+    CREATE TABLE demo_vectors (
+        key TEXT PRIMARY KEY,             -- hash of (encoder key, sentence)
+        vector BLOB NOT NULL              -- float32, unit length
+    ) WITHOUT ROWID;
+    """,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

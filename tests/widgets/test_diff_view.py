@@ -175,3 +175,15 @@ def test_the_doctests_hold():
     from widgets import diff_view
 
     assert doctest.testmod(diff_view).failed == 0
+
+
+def test_an_edit_shows_the_demonstrations_it_was_shown():
+    row = _cand(6, 14, "proposed", "He finds it awful.")
+    row["meta"]["fields"][0]["edits"] = [
+        {"index": 0, "sentence": "He finds it great.", "new": "He finds it awful.", "problems": [],
+         "demos": [{"id": "pair:3:1", "source": "imported", "sentence": "A <i>great</i> cast.",
+                    "edited": "A weak cast."},
+                   {"id": "candidate:9:0", "source": "accepted", "sentence": "I loved it.", "edited": "I hated it."}]}]
+    out = candidate_html(row)
+    assert "imported pair pair:3:1" in out and "&lt;i&gt;great&lt;/i&gt;" in out and "<i>great" not in out
+    assert "your accepted candidate candidate:9:0" in out and "I hated it." in out

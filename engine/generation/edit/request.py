@@ -9,7 +9,8 @@ from engine.counterbias.edit import Check, SentenceEdit, check_sentence, clean_s
 from engine.generation.edit.state import EditKey, EditRun, edit_key
 from engine.generation.plan import FieldPlan, Slot, params
 from engine.llm.base import ChatRequest, ChatResult, Failure
-from engine.llm.prompts import load_prompt
+from engine.generation.demos import DEMO_PROMPT, text_hash, with_demos
+from engine.llm.prompts import Prompt, load_prompt
 from engine.text.ratings import against, suggestion
 
 __all__ = ["WRONG_WAY", "backward", "check_edit", "edit_request", "read_answer", "take_edit"]
@@ -28,10 +29,22 @@ def edit_request(run: EditRun, slot: Slot, plan: FieldPlan, edit: SentenceEdit, 
     if plan.field == "hypothesis":
         before = f"(premise) {slot.example.get('premise') or ''}" + (f" (hypothesis) {before}" if edit.index else "")
     after = sentences[edit.index + 1] if edit.index + 1 < len(sentences) else ""
-    messages = load_prompt(prompt).render(
+    template = load_prompt(prompt)
+    messages = template.render(
         task=run.task, labels=", ".join(run.labels), before=before, sentence=edit.sentence, after=after,
         label=str(slot.example["label"]), target=slot.target, change=", ".join(edit.change) or "(not named)",
         keep=", ".join(edit.keep) or "(none)", **extra)
+    if prompt == DEMO_PROMPT and run.pool is not None and plan.field == "text":
+        demos = run.pool.nearest(edit.sentence, str(slot.example["label"]), slot.target, run.settings.demonstrations,
+                                 exclude=text_hash(plan.original))
+        if demos:
+            turn = Prompt(template.name, template.version, (template.messages[-1],), template.sha256)
+            messages = with_demos(messages, demos, lambda d: turn.render(
+                task=run.task, labels=", ".join(run.labels), before=d.before, sentence=d.sentence, after=d.after,
+                label=d.label, target=d.target, change=", ".join(d.change) or "(not named)", keep="(none)",
+                **extra)[0]["content"])
+            known = {d["id"] for d in edit.demos}
+            edit.demos.extend(d.to_dict() for d in demos if d.id not in known)
     return ChatRequest(messages, params(run.settings, slot))
 
 
@@ -64,7 +77,7 @@ def read_answer(run: EditRun, slot: Slot, plan: FieldPlan, edit: SentenceEdit,
 def check_edit(run: EditRun, slot: Slot, plan: FieldPlan, edit: SentenceEdit, new: str) -> Check | None:
     """Why an edited sentence cannot be used (:func:`~engine.counterbias.edit.check_sentence`, and a rating of the
     original label's side kept), or ``None``."""
-    problem = check_sentence(new, edit.sentence, edit.keep, guard=run.guard, original_text=plan.original,
+    problem = check_sentence(new, edit.sentence, edit.keep, guard=run.guard_for(edit), original_text=plan.original,
                              labels=run.labels, others=plan.others, lean=slot.lean, target=slot.target,
                              known=slot.vocabulary)
     if problem is None and plan.field == "text" and slot.sides:

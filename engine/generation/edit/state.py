@@ -14,6 +14,7 @@ from engine.llm.base import ChatRequest
 
 if TYPE_CHECKING:
     from engine.counterbias.leak import LeakGuard
+    from engine.generation.demos import DemoPool
     from engine.counterbias.opinion_words import OpinionFinder
     from engine.counterbias.phrase_swap import PhraseSwapper
     from engine.counterbias.sentence_reading import SentenceReader
@@ -71,6 +72,8 @@ class EditRun:
     reader: SentenceReader | None = None
     finder: OpinionFinder | None = None
     swapper: PhraseSwapper | None = None
+    #: The dataset's demonstrations (``None``: none, or ``demonstrations`` off): the first tries' few-shot examples.
+    pool: DemoPool | None = None
     #: The sentences to edit, in slot order (after planning: only those of slots not failed).
     jobs: list[Job] = field(default_factory=list)
     #: ``plan_key -> (the text's base, its sentences' spans)`` of every planned field.
@@ -81,6 +84,8 @@ class EditRun:
     still: dict[EditKey, float] = field(default_factory=dict)
     #: The slots whose fields were all planned, once the candidates are built.
     live: list[Slot] = field(default_factory=list)
+    #: Leak guards widened by the demonstrations an edit was shown, by their ids.
+    guards: dict[tuple[str, ...], LeakGuard] = field(default_factory=dict)
 
     @property
     def task(self) -> str:
@@ -92,6 +97,16 @@ class EditRun:
 
     def swapper_of(self, plan: FieldPlan) -> Callable[[str], str]:
         return swapper(plan, self.mapping)
+
+    def guard_for(self, edit: SentenceEdit) -> LeakGuard:
+        """The leak guard of an edit: the prompts' examples, and the demonstrations it was shown."""
+        if not edit.demos:
+            return self.guard
+        ids = tuple(d["id"] for d in edit.demos)
+        if ids not in self.guards:
+            shown = [d for d in self.pool.demos if d.id in set(ids)] if self.pool is not None else []
+            self.guards[ids] = self.guard.widened(t for d in shown for t in (d.before, d.sentence, d.after, d.edited))
+        return self.guards[ids]
 
 
 def swapper(plan: FieldPlan, mapping: dict[str, str]) -> Callable[[str], str]:

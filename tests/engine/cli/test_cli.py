@@ -61,7 +61,8 @@ def test_module_entry_point_help_and_exit_codes(tmp_path):
 
 
 EVERY_VERB = ("init", "import", "info", "export", "demo", "stats", "zfilter", "train", "attribute", "vote", "models",
-              "serve-llm", "triples", "generate", "verify", "candidates", "decide", "augment", "evaluate", "diversity", "report",
+              "serve-llm", "triples", "generate", "verify", "candidates", "decide", "augment", "demos", "evaluate", "diversity",
+              "report",
               "corpus", "index", "retrieve", "core", "train-retriever", "al-data", "al-simulate", "annotate",
               "patterns", "vt-generate")
 
