@@ -116,6 +116,8 @@ class ReviewPanel(QWidget):
     """Open the LLM settings dialog."""
 
     decisionRequested = Signal(str)
+    #: "Accept all passing": every undecided candidate of the shown dataset that the accept rule passes.
+    acceptPassingRequested = Signal()
     """``"accepted"``, ``"rejected"`` or ``"edit"`` for the current candidate."""
 
     scopeChanged = Signal()
@@ -201,6 +203,11 @@ class ReviewPanel(QWidget):
         self.accept_button.clicked.connect(lambda: self.decisionRequested.emit("accepted"))
         self.reject_button.clicked.connect(lambda: self.decisionRequested.emit("rejected"))
         self.edit_button.clicked.connect(lambda: self.decisionRequested.emit("edit"))
+        self.accept_passing_button = QPushButton("Accept all passing")
+        self.accept_passing_button.setToolTip("Accept every undecided candidate of this dataset that the accept rule "
+                                              "passes (one step of Edit ▸ Undo takes them all back). Read before you "
+                                              "trust it: with a small model the rule is a ranking, not a verdict.")
+        self.accept_passing_button.clicked.connect(self.acceptPassingRequested)
         controls = QHBoxLayout()
         controls.addWidget(QLabel("Candidates of"))
         controls.addWidget(self.scope)
@@ -246,7 +253,7 @@ class ReviewPanel(QWidget):
         ul.addWidget(self.table, 1)
         decide = QHBoxLayout()
         decide.addWidget(keys, 1)
-        for b in (self.accept_button, self.reject_button, self.edit_button):
+        for b in (self.accept_button, self.reject_button, self.edit_button, self.accept_passing_button):
             decide.addWidget(b)
         ul.addLayout(decide)
         self.verification = VerificationView(self)

@@ -18,6 +18,7 @@ from app.session import Session
 from engine.counterbias.review import (
     candidate_rows_with_originals,
     load_candidate,
+    passing_ids,
     restore,
     set_decision,
     with_originals,
@@ -25,6 +26,7 @@ from engine.counterbias.review import (
 from engine.counterbias.verify import judge_candidates, judged_by
 from engine.errors import CounterbiasError
 from widgets.review_panel import ReviewPanel
+from widgets.wording import count_of
 
 if TYPE_CHECKING:
     from engine.counterbias.review import CandidateState
@@ -85,6 +87,7 @@ class DecisionsController(PanelController):
         #: Candidate id -> judge again when the running judge job ends (see :meth:`rejudge`).
         self._judging: dict[int, bool] = {}
         panel.decisionRequested.connect(self.decide)
+        panel.acceptPassingRequested.connect(self.accept_passing)
 
     # ------------------------------------------------------------------ the list
     def reload_candidates(self) -> None:
@@ -137,6 +140,29 @@ class DecisionsController(PanelController):
         if text is not None:
             self.rejudge(candidate_id)
         return True
+
+    def accept_passing(self) -> int:
+        """Accept every undecided candidate of the shown dataset that the accept rule passes, as one undo step;
+        return how many."""
+        project, dataset = self.session.project, self.session.dataset
+        if project is None or dataset is None:
+            return 0
+        ids = self.run_write(passing_ids, dataset.id) or []
+        if not ids:
+            self.status("No undecided candidate passes the accept rule.")
+            return 0
+        self.undo_stack.beginMacro(f"Accept {count_of(len(ids), 'passing candidate')}")
+        done = 0
+        for cid in ids:
+            before = self.run_write(set_decision, cid, "accepted", None)
+            if before is None:
+                break
+            self.undo_stack.push(DecisionCommand(self, cid, "accepted", None, before))
+            done += 1
+        self.undo_stack.endMacro()
+        self.reload_candidates()
+        self.status(f"Accepted {count_of(done, 'passing candidate')} (Edit ▸ Undo takes them back).")
+        return done
 
     def edit_current(self) -> Any:
         """Open the editor on the current candidate; saving accepts it with the new text."""

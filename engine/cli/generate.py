@@ -154,16 +154,15 @@ def _add_decide(sub: argparse._SubParsersAction) -> None:
 
 
 def _run_decide(args: argparse.Namespace, progress: StderrProgress, cancel: CancelToken) -> int:
-    from engine.counterbias import candidate_rows, set_decision
+    from engine.counterbias import set_decision
+    from engine.counterbias.review import passing_ids
     from engine.store import Project
 
     status = {"accept": "accepted", "reject": "rejected", "reset": "proposed"}[args.decision]
     with Project.open(args.project) as project:
         ids = list(args.ids)
         if args.passing:
-            dataset = project.dataset(args.passing)
-            ids += [r["id"] for r in candidate_rows(project, dataset_id=dataset.id, statuses=("proposed",))
-                    if r["scores"].get("passes")]
+            ids += passing_ids(project, project.dataset(args.passing).id)
         for cid in ids:
             set_decision(project, cid, status)
     print(json.dumps({"decision": status, "candidates": ids}))

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 __all__ = ["CandidateState", "ExampleTriples", "ORIGINAL_FIELDS", "ReviewError", "STATUSES", "SentenceTriples",
            "candidate_rows", "candidate_rows_with_originals", "edit_distance", "example_triples", "load_candidate",
-           "set_decision", "token_usage", "with_originals"]
+           "passing_ids", "set_decision", "token_usage", "with_originals"]
 
 #: Review states of a candidate (``failed`` ones cannot be decided on).
 STATUSES = ("proposed", "accepted", "rejected")
@@ -127,6 +127,13 @@ def with_originals(project: Project, rows: Sequence[dict[str, Any]]) -> list[dic
         out.append({**r, "original": original, "original_label": ex.get("label"),
                     "edit_distance": edit_distance(r, original)})
     return out
+
+
+def passing_ids(project: Project, dataset_id: int) -> list[int]:
+    """The undecided (proposed) candidates of a dataset that the accept rule passes, by id: what *accept all
+    passing* accepts (``decide --passing``, the review tab's button)."""
+    return [int(r["id"]) for r in candidate_rows(project, dataset_id=dataset_id, statuses=("proposed",))
+            if r["scores"].get("passes")]
 
 
 def candidate_rows_with_originals(project: Project, dataset_id: int) -> list[dict[str, Any]]:

@@ -351,3 +351,34 @@ def test_verification_panel_shows_every_check_and_the_llm_judge(window, qtbot, s
         panel.verification.table.resizeRowsToContents()
         qtbot.wait(200)
         win.grab().save(shot)
+
+
+def test_accept_all_passing_is_one_undo_step(window, qtbot, server):
+    win, panel = window, window.review_panel
+    project, dataset = win.session.project, win.current_dataset
+    _configure_llm(win, qtbot, server)
+    _select_rows(win, [0, 1, 2])
+    win.show_review_tab()
+    with qtbot.waitSignal(win.jobs.done, timeout=120_000):
+        panel.generate_selection.click()
+    proposed = [r for r in candidate_rows(project, dataset_id=dataset.id) if r["status"] == "proposed"]
+    assert len(proposed) >= 2
+    passing = [r["id"] for r in proposed[:2]]
+
+    def mark(conn):  # which candidates pass is the accept rule's business; here two are made to pass
+        conn.execute("UPDATE candidates SET scores = json_set(scores, '$.passes', json('false'))")
+        conn.executemany("UPDATE candidates SET scores = json_set(scores, '$.passes', json('true')) WHERE id = ?",
+                         [(i,) for i in passing])
+
+    project.writer.run(mark)
+    panel.accept_passing_button.click()
+    statuses = {r["id"]: r["status"] for r in candidate_rows(project, dataset_id=dataset.id)}
+    assert [statuses[i] for i in passing] == ["accepted", "accepted"]
+    assert all(s != "accepted" for i, s in statuses.items() if i not in passing)
+    assert "Accepted 2 passing candidates" in win.statusBar().currentMessage()
+    assert win.undo_action.text() == "&Undo Accept 2 passing candidates"
+    win.undo_action.trigger()
+    assert [load_candidate(project, i)["status"] for i in passing] == ["proposed", "proposed"]
+    panel.accept_passing_button.click()  # again, then nothing is left to accept
+    panel.accept_passing_button.click()
+    assert "No undecided candidate passes" in win.statusBar().currentMessage()
