@@ -85,6 +85,11 @@ def candidate_html(candidate: dict[str, Any]) -> str:
                          f"underlined where unchanged):<br>{quoted}</p>")
         if generated.get(field) not in (None, new):
             parts.append(f"<p style='color:#555'>Edited by you; generated text was: {esc(generated[field])}</p>")
+        if field == "text":
+            for human in candidate.get("human") or []:
+                parts.append(f"<p style='color:#555; margin-bottom:0'><b>Human counterfactual</b> (from "
+                             f"{esc(str(human.get('source', '')))})</p><p style='margin-top:2px'>"
+                             f"{diff_html(original.get(field) or '', str(human.get('text') or ''))}</p>")
     judge = scores.get("judge") or {}
     if judge:
         rows = "".join(

@@ -39,7 +39,7 @@ def _run_demos(args: argparse.Namespace, progress: StderrProgress, cancel: Cance
     from engine.store import Project
 
     out: dict[str, object] = {}
-    with Project.open(args.project, readonly=args.file is None) as project:
+    with Project.open(args.project) as project:
         dataset = project.dataset(args.dataset)
         if args.file is not None:
             done = import_pairs(project, dataset.id, args.file, text_column=args.text_column,

@@ -23,8 +23,8 @@ if TYPE_CHECKING:
     from engine.store.project import Project
 
 __all__ = ["CandidateState", "ExampleTriples", "ORIGINAL_FIELDS", "ReviewError", "STATUSES", "SentenceTriples",
-           "candidate_rows", "candidate_rows_with_originals", "edit_distance", "example_triples", "load_candidate",
-           "passing_ids", "set_decision", "token_usage", "with_originals"]
+           "candidate_rows", "candidate_rows_with_originals", "edit_distance", "example_triples", "human_counterfactuals",
+           "load_candidate", "passing_ids", "set_decision", "token_usage", "with_originals"]
 
 #: Review states of a candidate (``failed`` ones cannot be decided on).
 STATUSES = ("proposed", "accepted", "rejected")
@@ -120,12 +120,29 @@ def with_originals(project: Project, rows: Sequence[dict[str, Any]]) -> list[dic
     """
     ids = sorted({int(r["example_id"]) for r in rows})
     examples = {int(e["id"]): e for e in project.examples(ids)}
+    human = human_counterfactuals(project, [e.get("text") or "" for e in examples.values()])
     out = []
     for r in rows:
         ex = examples.get(int(r["example_id"]), {})
         original = {f: ex.get(f) for f in ORIGINAL_FIELDS}
         out.append({**r, "original": original, "original_label": ex.get("label"),
-                    "edit_distance": edit_distance(r, original)})
+                    "edit_distance": edit_distance(r, original),
+                    "human": [h for h in human.get((ex.get("text") or "").strip(), [])
+                              if h["target"] == r["target_label"]]})
+    return out
+
+
+def human_counterfactuals(project: Project, texts: Sequence[str]) -> dict[str, list[dict[str, str]]]:
+    """``{original text: [{"text", "target", "source"}]}``: the human counterfactuals of ``texts`` among the
+    project's imported demonstration pairs (``counterbias demos --import``), matched by the text as written."""
+    wanted = sorted({t.strip() for t in texts if t and t.strip()})
+    out: dict[str, list[dict[str, str]]] = {}
+    for start in range(0, len(wanted), 500):
+        part = wanted[start:start + 500]
+        for row in project.db.execute(
+                f"SELECT original, revised, target, source FROM demo_pairs WHERE original IN ({','.join('?' * len(part))}) "
+                "ORDER BY id", part).fetchall():
+            out.setdefault(row[0], []).append({"text": row[1], "target": row[2], "source": row[3]})
     return out
 
 

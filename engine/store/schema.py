@@ -396,6 +396,7 @@ MIGRATIONS: list[str] = [
         created_at TEXT NOT NULL,
         UNIQUE (dataset_id, pair_key)
     );
+    CREATE INDEX demo_pairs_original ON demo_pairs(original);
     CREATE TABLE demo_vectors (
         key TEXT PRIMARY KEY,             -- hash of (encoder key, sentence)
         vector BLOB NOT NULL              -- float32, unit length

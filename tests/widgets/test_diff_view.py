@@ -187,3 +187,11 @@ def test_an_edit_shows_the_demonstrations_it_was_shown():
     out = candidate_html(row)
     assert "imported pair pair:3:1" in out and "&lt;i&gt;great&lt;/i&gt;" in out and "<i>great" not in out
     assert "your accepted candidate candidate:9:0" in out and "I hated it." in out
+
+
+def test_the_human_counterfactual_is_shown_beside_the_candidate():
+    row = _cand(7, 15, "proposed", "He finds it awful.")
+    row["original"] = {"text": "He finds it great."}
+    row["human"] = [{"text": "He finds it <b>dreadful</b>.", "target": "Negative", "source": "train_paired.tsv"}]
+    out = candidate_html(row)
+    assert "Human counterfactual" in out and "train_paired.tsv" in out and "&lt;b&gt;dreadful" in out

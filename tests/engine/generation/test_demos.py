@@ -165,3 +165,15 @@ def test_demos_verb_imports_counts_and_names_errors(voted_project, tmp_path, cap
     assert '"imported": 2' in capsys.readouterr().out
     assert main(["demos", project_path, dataset.name, "--import", str(path)]) == 3
     assert "CB840" in capsys.readouterr().err
+
+
+def test_an_imported_pair_of_the_example_is_shown_as_its_human_counterfactual(voted_project, stub, tmp_path):
+    from engine.counterbias.review import candidate_rows_with_originals
+    from tests.engine.counterbias.test_edit_mode import REVIEW
+
+    dataset = _dataset_with_vote(voted_project, tmp_path)
+    human = REVIEW.replace("great and the music is lovely", "clumsy and the music is shrill")
+    _import(voted_project, dataset, _pair_file(tmp_path, [(REVIEW, "Positive", "9"), (human, "Negative", "9")]))
+    _run(voted_project, stub(reply=scripted_reply), swap_gender=False, demonstrations=0)
+    row = candidate_rows_with_originals(voted_project, dataset.id)[0]
+    assert row["human"] == [{"text": human, "target": "Negative", "source": "pairs.tsv"}]
