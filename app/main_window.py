@@ -31,6 +31,7 @@ from widgets.datasets_view import DatasetsView
 from widgets.detail_pane import DetailPane
 from widgets.error_dialog import show_error
 from widgets.examples_view import ExamplesView
+from widgets.help_dialogs import HelpSheet, glossary_html, shortcuts_html
 from widgets.import_wizard import ImportWizard
 from widgets.importance_panel import ImportancePanel
 from widgets.jobs_panel import JobsPanel
@@ -201,6 +202,23 @@ class MainWindow(QMainWindow):
         view_menu = self.menuBar().addMenu("&View")
         for dock in self.findChildren(QDockWidget):
             view_menu.addAction(dock.toggleViewAction())
+        help_menu = self.menuBar().addMenu("&Help")
+        self.shortcuts_action = self._action("&Keyboard Shortcuts", self.show_shortcuts, "F1")
+        self.glossary_action = self._action("&Glossary", self.show_glossary)
+        help_menu.addActions([self.shortcuts_action, self.glossary_action])
+
+    def show_shortcuts(self) -> HelpSheet:
+        """Help ▸ Keyboard Shortcuts: every menu action with a shortcut, and the review keys."""
+        actions = [a for menu in self.menuBar().findChildren(QMenu) for a in menu.actions()] + self.actions()
+        sheet = HelpSheet("Keyboard shortcuts", shortcuts_html(dict.fromkeys(actions)), self)
+        sheet.open()
+        return sheet
+
+    def show_glossary(self) -> HelpSheet:
+        """Help ▸ Glossary: the statistics and options the tabs name."""
+        sheet = HelpSheet("Glossary", glossary_html(), self)
+        sheet.open()
+        return sheet
 
     def _fill_recent(self) -> None:
         self.recent_menu.clear()

@@ -5,7 +5,8 @@ seeded sample of CAD dev reviews of ordinary length). Each variant is the produc
 :class:`~engine.counterbias.GenerateSettings` with the options of one stage turned off (see ``VARIANTS``);
 ``minimal`` turns every optional stage off (select the sentences with principal words → edit → check → the
 first try's one repair); ``seed+1`` is the default again with the next LLM seed: how far two runs of the same
-pipeline differ (the noise of the LLM's sampling). The LLM answers variants share come from the project's cache,
+pipeline differ (the noise of the LLM's sampling). ``no-demos`` is the default without demonstrations (the prompts'
+invented examples); it differs from ``default`` only in a project holding demonstration pairs (``--demo-pairs``). The LLM answers variants share come from the project's cache,
 so a variant costs only the requests in which it differs.
 
 Printed per variant, in one table: requests per review (every request the variant makes, cached or not),
@@ -47,6 +48,7 @@ _STAGE_OFF: dict[str, dict[str, object]] = {
     "swap": {"edit_swap": False},
     "remove": {"edit_remove": False},
     "flip": {"repair_flip": False},
+    "demos": {"demonstrations": 0},  # the prompts' invented examples (what a project without pairs gets)
 }
 #: name → the settings that differ from the default (``seed+1`` is resolved against the default seed).
 VARIANTS: dict[str, dict[str, object]] = {
@@ -55,7 +57,7 @@ VARIANTS: dict[str, dict[str, object]] = {
     **{f"no-{name}": off for name, off in _STAGE_OFF.items()},
     "seed+1": {"seed": None},
 }
-DEFAULT_ORDER = ("default", "minimal", "no-opinion", "no-polar", "no-fresh", "no-flip", "no-moved", "no-hold",
+DEFAULT_ORDER = ("default", "minimal", "no-demos", "no-opinion", "no-polar", "no-fresh", "no-flip", "no-moved", "no-hold",
                  "no-swap", "no-remove", "seed+1")
 METRICS = ("made", "vader", "tfidf", "ensemble", "kept", "distance", "passes", "passes_flipped")
 
@@ -128,6 +130,12 @@ def main() -> int:
                         "reviews (default 5; 0: all at once)")
     parser.add_argument("--results", type=Path, default=None,
                         help="folder for the per-review JSONL files (default: benchmarks/results/ablation-<seed>)")
+    parser.add_argument("--demo-pairs", type=Path, default=None, metavar="FILE",
+                        help="import these human pairs (CAD's paired TSV: Text, Sentiment, batch_id) as the dataset's "
+                        "demonstrations first (importing again adds nothing); no-demos is then the pipeline without them")
+    parser.add_argument("--remake", default="",
+                        help="comma-separated variants whose stored candidates of the chosen reviews are deleted first "
+                        "(their LLM answers stay cached): e.g. default, made before --demo-pairs, whose key is the same")
     parser.add_argument("--from-records", type=Path, nargs="+", default=None, metavar="FOLDER",
                         help="generate nothing: print the table from the per-review records of an earlier run (or "
                         "of its parts, several folders)")
@@ -145,6 +153,18 @@ def main() -> int:
 
     setup = cq.prepare(args)
     project, dataset, members, ids = setup.project, setup.dataset, setup.members, setup.ids
+    if args.demo_pairs:
+        from engine.generation.demo_pairs import import_pairs
+
+        done = import_pairs(project, dataset.id, args.demo_pairs, text_column="Text", label_column="Sentiment",
+                            group_column="batch_id")
+        print(f"demonstration pairs: {done.added} added ({done.read} read)", file=sys.stderr)
+    for name in (v.strip() for v in args.remake.split(",") if v.strip()):
+        key = variant_settings(GenerateSettings(), name).key()
+        gone = project.writer.run(lambda conn, key=key: conn.execute(
+            "DELETE FROM candidates WHERE json_extract(meta, '$.settings_key') = ? AND example_id IN "
+            "(SELECT value FROM json_each(?))", (key, json.dumps(ids))).rowcount)
+        print(f"{name}: {gone} stored candidates deleted, to be made again", file=sys.stderr)
     originals = setup.originals
     results = args.results or (cq.REPO / "benchmarks" / "results"
                                / f"ablation-{'shortest' if args.shortest else f'seed{args.seed}'}-{len(ids)}")

@@ -169,3 +169,20 @@ def test_every_tab_fits_a_1366x768_laptop_screen(window, tmp_path, qtbot):
         hint = window.minimumSizeHint()
         assert hint.width() <= 1366 and hint.height() <= 768, (tabs.tabText(i), hint)
         assert window.width() <= 1366, (tabs.tabText(i), window.width())
+
+
+def test_help_menu_lists_the_shortcuts_and_explains_the_terms(window, qtbot):
+    menus = [m.title() for m in window.menuBar().findChildren(type(window.recent_menu)) if m.title()]
+    assert "&Help" in menus
+    sheet = window.show_shortcuts()
+    qtbot.addWidget(sheet)
+    text = sheet.browser.toPlainText()
+    for shown in ("Open Project", "Undo", "Keyboard Shortcuts", "accept the current candidate"):
+        assert shown in text
+    assert window.open_action.shortcut().toString() in text  # as this platform writes it
+    sheet.close()
+    glossary = window.show_glossary()
+    qtbot.addWidget(glossary)
+    text = glossary.browser.toPlainText()
+    for term in ("p̂", "τ", "z-prior", "LFR / SLFR", "Demonstrations per edit", "Accept rule"):
+        assert term in text
