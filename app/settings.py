@@ -21,6 +21,8 @@ DEFAULTS: dict[str, Any] = {
     "window_geometry": QByteArray(),
     "window_state": QByteArray(),
     "search_debounce_ms": 250,
+    # Counterbias tab: after accept or reject, the next candidate becomes current
+    "review_advance": True,
     # LLM used for counterbias generation (never an API key: only the NAME of its variable): the LLM dialog's
     # values, whose generation options take the defaults declared in engine.counterbias.settings
     **{f"llm_{key}": value for key, value in LLM_DEFAULTS.items()},

@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
     QPlainTextEdit,
+    QCheckBox,
     QPushButton,
     QSplitter,
     QTableView,
@@ -203,6 +204,10 @@ class ReviewPanel(QWidget):
         self.accept_button.clicked.connect(lambda: self.decisionRequested.emit("accepted"))
         self.reject_button.clicked.connect(lambda: self.decisionRequested.emit("rejected"))
         self.edit_button.clicked.connect(lambda: self.decisionRequested.emit("edit"))
+        self.advance = QCheckBox("Next after a decision")
+        self.advance.setChecked(True)
+        self.advance.setToolTip("After accept or reject, move to the next candidate (a candidate that leaves the "
+                                "status filter always gives its place to the next)")
         self.accept_passing_button = QPushButton("Accept all passing")
         self.accept_passing_button.setToolTip("Accept every undecided candidate of this dataset that the accept rule "
                                               "passes (one step of Edit ▸ Undo takes them all back). Read before you "
@@ -253,6 +258,7 @@ class ReviewPanel(QWidget):
         ul.addWidget(self.table, 1)
         decide = QHBoxLayout()
         decide.addWidget(keys, 1)
+        decide.addWidget(self.advance)
         for b in (self.accept_button, self.reject_button, self.edit_button, self.accept_passing_button):
             decide.addWidget(b)
         ul.addLayout(decide)
@@ -406,6 +412,12 @@ class ReviewPanel(QWidget):
     def visible_candidates(self) -> list[dict[str, Any]]:
         """The listed candidates, in view order."""
         return [self.proxy.index(r, 0).data(CandidatesTableModel.CandidateRole) for r in range(self.proxy.rowCount())]
+
+    def advance_from(self, candidate_id: int) -> None:
+        """Make the candidate after ``candidate_id`` current, if it is still current and one follows."""
+        row = self.table.currentIndex().row()
+        if self.current_candidate_id() == candidate_id and 0 <= row < self.proxy.rowCount() - 1:
+            self._select_proxy_row(row + 1)
 
     def _select_proxy_row(self, row: int) -> None:
         index = self.proxy.index(row, 0)

@@ -88,6 +88,8 @@ class DecisionsController(PanelController):
         self._judging: dict[int, bool] = {}
         panel.decisionRequested.connect(self.decide)
         panel.acceptPassingRequested.connect(self.accept_passing)
+        panel.advance.setChecked(bool(session.settings.get("review_advance")))
+        panel.advance.toggled.connect(lambda on: session.settings.set("review_advance", bool(on)))
 
     # ------------------------------------------------------------------ the list
     def reload_candidates(self) -> None:
@@ -127,7 +129,8 @@ class DecisionsController(PanelController):
         if cand["status"] == "failed":
             self.status("A failed candidate has nothing to decide on: Generate again.")
             return
-        self.apply_decision(int(cand["id"]), decision)
+        if self.apply_decision(int(cand["id"]), decision) and self.panel.advance.isChecked():
+            self.panel.advance_from(int(cand["id"]))
 
     def apply_decision(self, candidate_id: int, status: str, text: str | None = None) -> bool:
         """Record a decision and push it on the undo stack; return whether it was recorded."""

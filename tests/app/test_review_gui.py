@@ -382,3 +382,27 @@ def test_accept_all_passing_is_one_undo_step(window, qtbot, server):
     panel.accept_passing_button.click()  # again, then nothing is left to accept
     panel.accept_passing_button.click()
     assert "No undecided candidate passes" in win.statusBar().currentMessage()
+
+
+def test_a_decision_moves_to_the_next_candidate_unless_turned_off(window, qtbot, server):
+    win, panel = window, window.review_panel
+    project, dataset = win.session.project, win.current_dataset
+    _configure_llm(win, qtbot, server)
+    _select_rows(win, [0, 1, 2])
+    win.show_review_tab()
+    with qtbot.waitSignal(win.jobs.done, timeout=120_000):
+        panel.generate_selection.click()
+    panel.scope.setCurrentIndex(panel.scope.findData("dataset"))
+    panel.status_filter.setCurrentIndex(0)  # all statuses: a decided candidate stays listed
+    decidable = [r["id"] for r in candidate_rows(project, dataset_id=dataset.id) if r["status"] == "proposed"]
+    assert len(decidable) >= 2 and panel.advance.isChecked() and win.settings.get("review_advance") is True
+    panel.select_candidate(decidable[0])
+    row = panel.table.currentIndex().row()
+    qtbot.keyClick(panel.table, Qt.Key.Key_A)
+    assert load_candidate(project, decidable[0])["status"] == "accepted"
+    assert panel.table.currentIndex().row() == row + 1
+    panel.advance.setChecked(False)
+    assert win.settings.get("review_advance") is False
+    current = panel.current_candidate_id()
+    qtbot.keyClick(panel.table, Qt.Key.Key_X)
+    assert panel.current_candidate_id() == current  # stays where it is
