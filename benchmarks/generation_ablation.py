@@ -221,6 +221,7 @@ def main() -> int:
             row = {"variant": name, "settings": {k: getattr(settings, k) for k in VARIANTS[name]}, "key": key,
                    "reviews": len(done_ids), "requests": total / len(done_ids), "new_requests": cost["sent"],
                    "seconds": cost["seconds"],
+                   "requests_by_stage": {k: v / len(done_ids) for k, v in cost["stages"].items()},
                    "seconds_alone": cost["seconds"] / cost["sent"] * total / len(done_ids) if cost["sent"] else math.nan}
             for m in METRICS:
                 vals = [r[m] for r in reviews.values() if r.get(m) is not None]
@@ -252,6 +253,9 @@ def main() -> int:
                      f(row["tfidf"], 10), f(row["ensemble"], 10), f(row["kept"], 10), f(row["distance"], 10, 3),
                      f(row["passes"], 10), f(row["passes_flipped"], 10)]
             print(f"{name:<10}" + "".join(cells))
+        print("\nRequests per review by stage (cached answers included):")
+        for name, row in table.items():
+            print(f"{name:<10}" + "  ".join(f"{k} {v:.1f}" for k, v in row.get("requests_by_stage", {}).items()))
         if "default" in per_review:
             print("\nDifference from default, with the 95 % bootstrap interval over reviews (paired):")
             print(f"{'variant':<10}" + "".join(f"{m:>22}" for m in ("vader", "tfidf", "ensemble", "passes_flipped", "distance")))
@@ -270,7 +274,7 @@ def main() -> int:
         sys.stdout.flush()
 
     batches = [ids[k:k + args.batch] for k in range(0, len(ids), args.batch)] if args.batch else [ids]
-    spent = {name: {"sent": 0, "hits": 0, "seconds": 0.0} for name in names}
+    spent = {name: {"sent": 0, "hits": 0, "seconds": 0.0, "stages": {}} for name in names}
     done: list[int] = []
     for batch in batches:
         for name in names:
@@ -281,6 +285,8 @@ def main() -> int:
             spent[name]["seconds"] += time.perf_counter() - t0
             spent[name]["sent"] += result.sent
             spent[name]["hits"] += result.cache_hits
+            for stage, n in result.requests_by_stage.items():
+                spent[name]["stages"][stage] = spent[name]["stages"].get(stage, 0) + n
         done.extend(batch)
         table, per_review = measure(done)
         print_table(table, per_review, done, final=batch is batches[-1])

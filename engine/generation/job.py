@@ -61,6 +61,8 @@ class GenerateResult:
     judges_training: list[str] = field(default_factory=list)
     #: Sentence edits in the demonstration pool when the run started (0: the prompts' invented examples only).
     demonstrations: int = 0
+    #: Edit mode: the LLM requests of each stage (cached answers included), in stage order.
+    requests_by_stage: dict[str, int] = field(default_factory=dict)
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -76,6 +78,7 @@ class GenerateResult:
             "judges": list(self.judges),
             "judges_training": list(self.judges_training),
             **({"demonstrations": self.demonstrations} if self.demonstrations else {}),
+            **({"requests_by_stage": dict(self.requests_by_stage)} if self.requests_by_stage else {}),
         }
 
 
@@ -236,7 +239,8 @@ def generate_counterbias(
                         pool.refresh()  # candidates accepted meanwhile teach this chunk
                     run_edit_chunk(EditRun(client, dataset, settings, mapping, token, guard, chunk, label_fn=label_fn,
                                            reader=polar_fn, finder=finder, swapper=swapper,
-                                           pool=pool if pool is not None and len(pool) else None))
+                                           pool=pool if pool is not None and len(pool) else None,
+                                           requests=result.requests_by_stage))
                 else:
                     run_reconstruct_chunk(client, chunk, dataset, settings, mapping, token, guard)
                 created, failed = project.writer.run(store_slots, run.id, chunk, key, llm_config, vote_set["id"])

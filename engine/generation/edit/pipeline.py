@@ -55,10 +55,15 @@ EDIT_STAGES: tuple[Stage, ...] = (
 
 
 def run_edit_chunk(run: EditRun, stages: Sequence[Stage] = EDIT_STAGES) -> None:
-    """Walk the enabled stages over one chunk of slots."""
+    """Walk the enabled stages over one chunk of slots, adding the LLM requests each sends (answered from the cache
+    or not) to ``run.requests``."""
     for stage in stages:
         if stage.enabled(run.settings):
+            before = run.client.total.sent + run.client.total.hits
             stage.fn(run)
+            spent = run.client.total.sent + run.client.total.hits - before
+            if spent:
+                run.requests[stage.name] = run.requests.get(stage.name, 0) + spent
 
 
 def edit_prompts(settings: GenerateSettings, fields: Sequence[str]) -> tuple[str, ...]:

@@ -84,6 +84,8 @@ class EditRun:
     still: dict[EditKey, float] = field(default_factory=dict)
     #: The slots whose fields were all planned, once the candidates are built.
     live: list[Slot] = field(default_factory=list)
+    #: LLM requests sent by each stage (cached answers included), added to over the chunks of a run.
+    requests: dict[str, int] = field(default_factory=dict)
     #: Leak guards widened by the demonstrations an edit was shown, by their ids.
     guards: dict[tuple[str, ...], LeakGuard] = field(default_factory=dict)
 

@@ -177,3 +177,14 @@ def test_an_imported_pair_of_the_example_is_shown_as_its_human_counterfactual(vo
     _run(voted_project, stub(reply=scripted_reply), swap_gender=False, demonstrations=0)
     row = candidate_rows_with_originals(voted_project, dataset.id)[0]
     assert row["human"] == [{"text": human, "target": "Negative", "source": "pairs.tsv"}]
+
+
+def test_the_requests_of_each_stage_are_counted(voted_project, stub, tmp_path):
+    _dataset_with_vote(voted_project, tmp_path)
+    sent = []
+    server = stub(reply=lambda body: sent.append(body) or scripted_reply(body))
+    result, _ = _run(voted_project, server, swap_gender=False)
+    by_stage = result.summary()["requests_by_stage"]
+    assert sum(by_stage.values()) == result.sent + result.cache_hits == len(sent)
+    assert by_stage["first"] >= 1 and set(by_stage) <= {"read", "mark", "hold", "first", "fresh", "swap", "flip",
+                                                        "residual"}
