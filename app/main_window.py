@@ -184,11 +184,13 @@ class MainWindow(QMainWindow):
         self.recent_menu.aboutToShow.connect(self._fill_recent)
         self.import_action = self._action("&Import Dataset…", lambda: self.projects.import_dialog(), "Ctrl+I")
         self.export_action = self._action("&Export Dataset…", self.projects.export_dialog, "Ctrl+E")
+        self.import_demos_action = self._action("Import &Demonstration Pairs…",
+                                                lambda: self.projects.import_demos_dialog())
         self.quit_action = self._action("&Quit", self.close, QKeySequence.StandardKey.Quit)
         file_menu.addActions([self.new_action, self.open_action])
         file_menu.addMenu(self.recent_menu)
         file_menu.addSeparator()
-        file_menu.addActions([self.import_action, self.export_action])
+        file_menu.addActions([self.import_action, self.import_demos_action, self.export_action])
         file_menu.addSeparator()
         file_menu.addAction(self.quit_action)
         edit_menu = self.menuBar().addMenu("&Edit")
@@ -231,6 +233,7 @@ class MainWindow(QMainWindow):
     def _update_actions(self) -> None:
         self.import_action.setEnabled(self.session.project is not None)
         self.export_action.setEnabled(self.session.project is not None and self.session.dataset is not None)
+        self.import_demos_action.setEnabled(self.session.project is not None and self.session.dataset is not None)
 
     # ------------------------------------------------------------------ session → shared views
     def _project_changed(self, project: Project | None) -> None:

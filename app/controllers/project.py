@@ -10,9 +10,11 @@ from app.controllers.base import PanelController
 from app.jobs import Job, JobRunner
 from app.session import Session
 from engine.errors import CounterbiasError
+from engine.generation.demo_pairs import guess_pair_columns, import_pairs, pair_file_header
 from engine.io import export_dataset, import_file
 from engine.store import PROJECT_SUFFIX, Project
 from widgets.datasets_view import DatasetsView
+from widgets.demo_pairs_dialog import DemoPairsDialog
 from widgets.import_wizard import ImportRequest, ImportWizard, show_import_warnings
 
 __all__ = ["PROJECT_FILTER", "ProjectController"]
@@ -98,6 +100,35 @@ class ProjectController(PanelController):
                             busy=wizard.set_busy if wizard is not None else False, done=done,
                             failed=(lambda exc, tb: wizard.show_error(exc)) if wizard is not None else None,
                             show_errors=wizard is None)
+
+    def import_demos_dialog(self, path: str | Path | None = None) -> DemoPairsDialog | None:
+        """*File ▸ Import Demonstration Pairs…*: ask for a pair file (unless ``path``), then its columns; the import
+        runs as a job into the current dataset. Returns the column dialog (for tests)."""
+        project, dataset = self.session.project, self.session.dataset
+        if project is None or dataset is None:
+            return None
+        if path is None:
+            path, _ = QFileDialog.getOpenFileName(self.panel, "Import demonstration pairs",
+                                                  self.session.settings.get("last_dir"),
+                                                  "Pair files (*.csv *.tsv *.jsonl *.gz);;All files (*)")
+            if not path:
+                return None
+        header = self._guard(pair_file_header, path)
+        if header is None:
+            return None
+        dialog = DemoPairsDialog(Path(path).name, header, guess_pair_columns(header), self.panel.window())
+
+        def start() -> None:
+            def done(result) -> None:
+                self.status(f"Demonstration pairs: {result.added:,} added to {dataset.name}, {result.skipped:,} "
+                            "skipped (already there, one label twice, or no pair)", 8000)
+
+            self.run_job(import_pairs, project, dataset.id, Path(path), **dialog.columns(),
+                         title=f"Import pairs {Path(path).name}", busy=False, done=done)
+
+        dialog.accepted.connect(start)
+        dialog.open()
+        return dialog
 
     def export_dialog(self) -> Job | None:
         """Ask for a file and export the current dataset version there."""

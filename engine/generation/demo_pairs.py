@@ -24,7 +24,8 @@ if TYPE_CHECKING:
     from engine.io.readers import ReadOptions
     from engine.store.project import Project
 
-__all__ = ["DemoPairError", "ImportedPairs", "Pair", "accepted_pairs", "import_pairs", "imported_pairs", "pair_counts"]
+__all__ = ["DemoPairError", "ImportedPairs", "Pair", "accepted_pairs", "guess_pair_columns", "import_pairs",
+           "imported_pairs", "pair_counts", "pair_file_header"]
 
 #: Longest text of a pair kept (longer pairs are skipped: a demonstration is shown inside a prompt).
 MAX_PAIR_CHARS = 20_000
@@ -98,6 +99,29 @@ def _parented(rows: Iterator[dict[str, str]], parent: str, ident: str) -> Iterat
     for child in children:
         original = by_id.get(child[parent])
         yield (original, child) if original is not None else None
+
+
+def pair_file_header(path: str | Path, options: ReadOptions | None = None) -> list[str]:
+    """The column names of a pair file (what the import dialog offers)."""
+    from engine.io.readers import TableReader
+
+    with TableReader(Path(path), options) as reader:
+        return list(reader.header)
+
+
+def guess_pair_columns(header: list[str]) -> dict[str, str | None]:
+    """The likely ``text_column``, ``label_column``, ``group_column``, ``parent_column`` and ``id_column`` of a
+    pair file's header (CAD's paired files: Text, Sentiment, batch_id); ``None`` where nothing fits."""
+    lower = {h.lower(): h for h in header}
+
+    def first(*names: str) -> str | None:
+        return next((lower[n] for n in names if n in lower), None)
+
+    parent = first("parent_id", "parent", "original_id", "source_id")
+    return {"text_column": first("text", "sentence", "review", "content") or (header[0] if header else None),
+            "label_column": first("label", "sentiment", "gold_label", "class", "target"),
+            "group_column": None if parent else first("batch_id", "pair_id", "group", "group_id"),
+            "parent_column": parent, "id_column": first("id", "ext_id", "example_id")}
 
 
 def import_pairs(project: Project, dataset_id: int, path: str | Path, *, text_column: str = "text",

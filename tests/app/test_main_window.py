@@ -186,3 +186,26 @@ def test_help_menu_lists_the_shortcuts_and_explains_the_terms(window, qtbot):
     text = glossary.browser.toPlainText()
     for term in ("p̂", "τ", "z-prior", "LFR / SLFR", "Demonstrations per edit", "Accept rule"):
         assert term in text
+
+
+def test_demonstration_pairs_import_from_the_file_menu(window, tmp_path, qtbot):
+    from engine.generation.demo_pairs import pair_counts
+
+    path = ensure_demo_project(tmp_path / "demo.cbproj")
+    window.open_project(path)
+    assert window.import_demos_action.isEnabled()
+    pairs = tmp_path / "train_paired_head.tsv"
+    pairs.write_text("Sentiment\tText\tbatch_id\n"
+                     "Negative\tThe plot is dull and the cast is wooden.\t4\n"
+                     "Positive\tThe plot is gripping and the cast is superb.\t4\n"
+                     "Positive\tA warm, funny film.\t5\n"
+                     "Negative\tA cold, humourless film.\t5\n", encoding="utf-8")
+    dialog = window.projects.import_demos_dialog(pairs)
+    qtbot.addWidget(dialog)
+    chosen = dialog.columns()  # guessed from CAD's header
+    assert (chosen["text_column"], chosen["label_column"], chosen["group_column"], chosen["parent_column"]) == (
+        "Text", "Sentiment", "batch_id", None)
+    with qtbot.waitSignal(window.jobs.finished, timeout=20_000):
+        dialog.accept()
+    assert pair_counts(window.session.project, window.session.dataset.id)["imported"] == 2
+    assert "2 added" in window.statusBar().currentMessage()
