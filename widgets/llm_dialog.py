@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
@@ -20,11 +21,13 @@ from PySide6.QtWidgets import (
     QCheckBox,
     QDoubleSpinBox,
     QFormLayout,
+    QFrame,
     QGroupBox,
     QHBoxLayout,
     QLabel,
     QLineEdit,
     QPushButton,
+    QScrollArea,
     QSpinBox,
     QVBoxLayout,
     QWidget,
@@ -140,13 +143,26 @@ class LLMDialog(QDialog):
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
+        body = QWidget()
+        inner = QVBoxLayout(body)
+        inner.setContentsMargins(0, 0, 0, 0)
+        inner.addLayout(form)
+        inner.addLayout(test_row)
+        inner.addWidget(generation)
+        inner.addWidget(tokens)
+        #: Everything but the buttons: it scrolls on a screen lower than the dialog (a 768-px laptop).
+        self.scroll = QScrollArea()
+        self.scroll.setWidgetResizable(True)
+        self.scroll.setFrameShape(QFrame.Shape.NoFrame)
+        self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.scroll.setWidget(body)
         layout = QVBoxLayout(self)
-        layout.addLayout(form)
-        layout.addLayout(test_row)
-        layout.addWidget(generation)
-        layout.addWidget(tokens)
+        layout.addWidget(self.scroll, 1)
         layout.addWidget(buttons)
-        self.resize(560, self.sizeHint().height())
+        screen = (parent.screen() if parent is not None else None) or QGuiApplication.primaryScreen()
+        room = screen.availableGeometry().height() - 80 if screen is not None else 700
+        wanted = body.sizeHint().height() + buttons.sizeHint().height() + 40
+        self.resize(max(560, body.sizeHint().width() + 40), min(wanted, room))
 
         self.backend.currentIndexChanged.connect(self._backend_changed)
         self.model.currentTextChanged.connect(lambda _: self._show_device())

@@ -218,6 +218,7 @@ class ReviewPanel(QWidget):
         controls.addWidget(self.scope)
         controls.addWidget(self.status_filter)
         controls.addWidget(self.count_label, 1)
+        controls.addWidget(self.advance)
         self.table = CandidatesTable()
         self.table.setObjectName("candidatesTable")
         self.table.setModel(self.proxy)
@@ -258,7 +259,6 @@ class ReviewPanel(QWidget):
         ul.addWidget(self.table, 1)
         decide = QHBoxLayout()
         decide.addWidget(keys, 1)
-        decide.addWidget(self.advance)
         for b in (self.accept_button, self.reject_button, self.edit_button, self.accept_passing_button):
             decide.addWidget(b)
         ul.addLayout(decide)

@@ -70,3 +70,17 @@ def test_the_mode_enables_only_the_controls_it_reads_and_keeps_the_others_values
     opened = LLMDialog({**DEFAULT_VALUES, "mode": "reconstruct"})
     qtbot.addWidget(opened)
     assert opened.drop_prob.isEnabled() and not opened.edit_triples.isEnabled()
+
+
+def test_the_dialog_fits_the_screen_and_scrolls_its_options(qtbot):
+    from PySide6.QtGui import QGuiApplication
+
+    dialog = LLMDialog({"backend": "openai", "model": "stub"})
+    qtbot.addWidget(dialog)
+    dialog.show()
+    room = QGuiApplication.primaryScreen().availableGeometry().height()
+    assert dialog.height() <= room
+    assert dialog.demonstrations.value() == 2  # every declared option has its control, the newest too
+    bar = dialog.scroll.verticalScrollBar()
+    if dialog.scroll.widget().sizeHint().height() > dialog.scroll.viewport().height():
+        assert bar.maximum() > 0  # what does not fit is reached by scrolling, not cut off
