@@ -39,7 +39,7 @@ are scored the same way. Printed side by side:
 
 Every candidate is written with its original and human revision to a JSONL file (``--out``)
 for reading. The project (``--project``) keeps the members, attributions, vote, triples and LLM
-answers, so a rerun only re-judges. ``--edit-polar``, ``--phrase-swap`` and ``--hold`` take comma-separated values:
+answers, so a rerun only re-judges. ``--edit-polar`` and ``--phrase-swap`` take comma-separated values:
 each combination is generated and reported in the same run (``--phrase-swap 0,1``: without and with the phrase swap of
 :mod:`engine.counterbias.phrase_swap`; the answers both share come from the cache).
 
@@ -286,6 +286,8 @@ def prepare(args: argparse.Namespace) -> SimpleNamespace:
     usable = [r for r in dev if norm_text(r["text"]) in revision_of
               and norm_text(revision_of[norm_text(r["text"])]["Text"]) != norm_text(r["text"])]
     if args.rated:
+        from engine.text.ratings import find_ratings
+
         usable = [r for r in usable if find_ratings(r["text"])]
     if args.shortest:
         chosen = sorted(usable, key=lambda r: (len(r["text"]), r["id"]))[: args.reviews]
@@ -338,10 +340,6 @@ def main() -> int:
     parser.add_argument("--phrase-swap", default="1",
                         help="comma-separated edit_swap values (0 off, 1 on), each generated and reported in this run "
                         "(0,1: before/after; the LLM answers they share come from the cache)")
-    parser.add_argument("--hold", default="1",
-                        help="comma-separated edit_hold values (0: a spurious word among the marked opinion words is "
-                        "released at once; 1: first kept, the opinion turned around it), each generated and reported "
-                        "in this run (0,1: before/after; the LLM answers they share come from the cache)")
     parser.add_argument("--llm-judge", action="store_true",
                         help="also ask the LLM which label each candidate expresses (verification's llm-judge check)")
     args = parser.parse_args()
@@ -358,11 +356,10 @@ def main() -> int:
     ids, originals, human, vote, t_vote = setup.ids, setup.originals, setup.human, setup.vote, setup.t_vote
     config = LLMConfig(backend="local", model=args.model, concurrency=1,
                        params={"temperature": 0.0, "seed": 0}, options={"n_threads": args.threads} if args.threads else {})
-    variants = [(float(x), bool(int(y)), bool(int(h))) for x in args.edit_polar.split(",")
-                for y in args.phrase_swap.split(",") for h in args.hold.split(",")]
-    for polar, swap, hold in variants:
+    variants = [(float(x), bool(int(y))) for x in args.edit_polar.split(",") for y in args.phrase_swap.split(",")]
+    for polar, swap in variants:
         t0 = time.perf_counter()
-        gen_settings = GenerateSettings(edit_polar=polar, edit_swap=swap, edit_hold=hold)
+        gen_settings = GenerateSettings(edit_polar=polar, edit_swap=swap)
         result = generate_counterbias(project, dataset.id, ids, config, vote_set_id=vote.vote_set_id,
                                       settings=gen_settings)
         if args.llm_judge:
@@ -502,8 +499,7 @@ def main() -> int:
 
         n = len(ids)
         print(f"\nCoBA quality on {n} CAD dev reviews — model {args.model}, members {', '.join(members)}, "
-              f"edit_polar {polar}, phrase swap {'on' if swap else 'off'}, spurious opinion words "
-              f"{'held first' if hold else 'released at once'}")
+              f"edit_polar {polar}, phrase swap {'on' if swap else 'off'}")
         print(f"judges on the originals (accuracy): ensemble {acc['ensemble']:.2f}, VADER {acc['vader']:.2f}, "
               f"TF-IDF {acc['tfidf']:.2f} ({getattr(tfidf, 'info', '')})")
         print(f"{'':<34}{'generated':>10}{'human':>10}")
@@ -563,18 +559,13 @@ def main() -> int:
                   + (", ".join(f"{k} {v}" for k, v in met.most_common()) or "nothing"))
             swapped = sum(bool(e.get("swapped")) for e in edits)
             print(f"phrase swaps taken: {swapped} sentences (marked opinion phrases replaced by their opposites)")
-            held = [e for e in edits if e.get("held")]
-            if held:  # edit_hold: sentences whose spurious opinion words a first try kept, and how it ended
-                ends = Counter(str(e.get("hold")) for e in held)
-                print(f"held spurious opinion words: {sum(len(e['held']) for e in held)} words in {len(held)} "
-                      "sentences; the try keeping them: " + ", ".join(f"{k} {v}" for k, v in ends.most_common()))
         if args.llm_judge:
             agree = [r for r in made if (r["scores"].get("llm_judge") or {}).get("label") == r["target_label"]]
             print(f"LLM judge reads {len(agree)} of {len(made)} candidates as their target")
         print(f"vote {t_vote:.0f} s, generation {t_gen:.0f} s ({result.sent} requests; noisy: shared CPU); "
               f"total {time.perf_counter() - started:.0f} s")
 
-        name = f"{out_path.stem}-polar{polar}{'' if swap else '-noswap'}{'' if hold else '-release'}{out_path.suffix}"
+        name = f"{out_path.stem}-polar{polar}{'' if swap else '-noswap'}{out_path.suffix}"
         with open(out_path.with_name(name), "w", encoding="utf-8") as fh:
             for r in rows:
                 k = int(r["example_id"])

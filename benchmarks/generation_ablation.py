@@ -41,13 +41,11 @@ import coba_quality as cq  # noqa: E402  (the shared setup and judges)
 
 _STAGE_OFF: dict[str, dict[str, object]] = {
     "polar": {"edit_polar": 0.0},  # read: sentences read as the original label are not added
-    "opinion": {"edit_opinion": False, "edit_hold": False, "edit_swap": False},  # mark (hold and swap need it)
-    "hold": {"edit_hold": False},
+    "opinion": {"edit_opinion": False, "edit_swap": False},  # mark (the swap needs it)
     "fresh": {"edit_fresh": False},
     "moved": {"edit_moved": 0.0},  # the repair of an edit that did not move
     "swap": {"edit_swap": False},
     "remove": {"edit_remove": False},
-    "flip": {"repair_flip": False},
     "demos": {"demonstrations": 0},  # the prompts' invented examples (what a project without pairs gets)
 }
 #: name → the settings that differ from the default (``seed+1`` is resolved against the default seed).
@@ -57,7 +55,7 @@ VARIANTS: dict[str, dict[str, object]] = {
     **{f"no-{name}": off for name, off in _STAGE_OFF.items()},
     "seed+1": {"seed": None},
 }
-DEFAULT_ORDER = ("default", "minimal", "no-demos", "no-opinion", "no-polar", "no-fresh", "no-flip", "no-moved", "no-hold",
+DEFAULT_ORDER = ("default", "minimal", "no-demos", "no-opinion", "no-polar", "no-fresh", "no-moved",
                  "no-swap", "no-remove", "seed+1")
 METRICS = ("made", "vader", "tfidf", "ensemble", "kept", "distance", "passes", "passes_flipped")
 

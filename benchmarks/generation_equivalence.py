@@ -4,8 +4,8 @@ a change that should not alter behaviour.
 Builds (once, into ``--base``) a project with two trained and voted datasets — the ten CAD dev sentences of the
 tests' ``voted_project_template`` and twelve ordinary-length CAD dev reviews (40–160 words, seeded sample) — and
 three small hand-voted datasets of the edit-mode tests. Then runs scenarios of ``generate`` (edit mode with its
-defaults and with other settings, reconstruct mode, the edit-mode tests' scripted replies that make the hold, the
-fresh try, the phrase swap, the removal, the unmoved repair and the flip repair fire, a swap lost in transport),
+defaults and with other settings, reconstruct mode, the edit-mode tests' scripted replies that make the
+fresh try, the phrase swap, the removal, and the unmoved repair fire, a swap lost in transport),
 each on a fresh copy of the base project against the loopback scripted LLM, and writes every candidate as
 canonical JSON (``run_id`` and timestamps left out), each scenario's request count, the hashes of the requests sent
 and the ``llm_cache`` keys::
@@ -240,8 +240,8 @@ def lost_swap(body, attempt):
     return "ok"
 
 
-NO_FLIP = {"swap_gender": False, "repair_flip": False}
-LEXICON = {"swap_gender": False, "repair_flip": False, "edit_polar": 0.0, "sentence_reader": "members"}
+NO_FLIP = {"swap_gender": False}  # named when the flip repair could be turned off; the stage is gone
+LEXICON = {"swap_gender": False, "edit_polar": 0.0, "sentence_reader": "members"}
 
 #: name -> (dataset, first example only, reply, settings, options)
 SCENARIOS: dict[str, tuple[str, bool, Callable, dict[str, Any], dict[str, Any]]] = {
@@ -249,8 +249,7 @@ SCENARIOS: dict[str, tuple[str, bool, Callable, dict[str, Any], dict[str, Any]]]
     "short-edit-triples-samples2": ("short", False, scripted_reply, {"edit_triples": True, "samples": 2}, {}),
     "short-reconstruct": ("short", False, scripted_reply, {"mode": "reconstruct"}, {}),
     "reviews-edit-default": ("reviews", False, scripted_reply, {}, {}),
-    "reviews-edit-samples2-nohold": ("reviews", False, scripted_reply,
-                                     {"samples": 2, "edit_hold": False, "temperature": 0.3}, {}),
+    "reviews-edit-samples2": ("reviews", False, scripted_reply, {"samples": 2, "temperature": 0.3}, {}),
     "reviews-edit-members-reader": ("reviews", False, scripted_reply, {"sentence_reader": "members"}, {}),
     "reviews-reconstruct": ("reviews", False, scripted_reply, {"mode": "reconstruct"}, {}),
     "multi-default": ("multi", True, scripted_reply, {}, {"judge": ()}),
@@ -258,12 +257,7 @@ SCENARIOS: dict[str, tuple[str, bool, Callable, dict[str, Any], dict[str, Any]]]
     "multi-fresh-dropped-word": ("multi", True, dropping, NO_FLIP, {"judge": ()}),
     "multi-swap": ("multi", True, synonym, NO_FLIP, {"judge": ()}),
     "multi-swap-kept-out": ("multi", True, swap_kept_out, NO_FLIP, {"judge": ()}),
-    "multi-half-flip": ("multi", True, half_flip, {"swap_gender": False}, {"judge": ()}),
-    "lovely-hold-released": ("lovely", True, lovely_marked(), NO_FLIP, {"judge": ()}),
-    "lovely-hold-kept": ("lovely", True, lovely_marked(lambda e: e.replace("is lovely", "is not lovely")), NO_FLIP,
-                         {"judge": ()}),
-    "lovely-hold-off": ("lovely", True, lovely_marked(lambda e: e.replace("is lovely", "is not lovely")),
-                        {**NO_FLIP, "edit_hold": False}, {"judge": ()}),
+    "lovely-released": ("lovely", True, lovely_marked(), NO_FLIP, {"judge": ()}),
     "recommend-remove": ("recommend", True, stubborn, {**NO_FLIP, "edit_swap": False}, {"judge": ()}),
     "recommend-drop-unmoved": ("recommend", True, stubborn, {**NO_FLIP, "edit_swap": False, "edit_remove": False},
                                {"judge": ()}),
@@ -276,12 +270,6 @@ SCENARIOS: dict[str, tuple[str, bool, Callable, dict[str, Any], dict[str, Any]]]
                              LEXICON, {"judge": ["r:tiny-distilbert"], "lexicon": True}),
     "lexicon-wrong-way": ("multi", True, lambda b: "The plot is great and the music is superb." if _editing(b)
                           else scripted_reply(b), LEXICON, {"judge": ["r:tiny-distilbert"], "lexicon": True}),
-    "lexicon-flip-backward": ("multi", True, first_then("The plot is great but the music is awful.",
-                                                        "The plot is great and the music is superb."),
-                              {**LEXICON, "repair_flip": True}, {"judge": ["r:tiny-distilbert"], "lexicon": True}),
-    "lexicon-flip-taken": ("multi", True, first_then("The plot is great but the music is awful.",
-                                                     "The plot is poor and the music is awful."),
-                           {**LEXICON, "repair_flip": True}, {"judge": ["r:tiny-distilbert"], "lexicon": True}),
     "multi-swap-lost-twice": ("multi", True, synonym, NO_FLIP, {"judge": (), "plan": lost_swap, "retries": 0,
                                                                 "runs": 2}),
 }

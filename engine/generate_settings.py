@@ -21,7 +21,17 @@ from typing import Any
 
 from engine.errors import CounterbiasError
 
-__all__ = ["MODES", "OPTIONS", "GenerateSettings", "GenerationConfigError", "Option", "inactive_options", "option"]
+__all__ = ["MODES", "OPTIONS", "RETIRED", "RETIRED_FLAGS", "GenerateSettings", "GenerationConfigError", "Option",
+           "inactive_options", "option"]
+
+#: Options removed after runs were stored, with the value every run since has in effect: part of
+#: :meth:`GenerateSettings.key`, so that candidates made before keep their key. ``repair_flip`` (one repair of a
+#: half-flipped candidate) and ``edit_hold`` (a first try keeping spurious opinion words) were removed on the
+#: ablation in ``benchmarks/RESULTS.md``; their stages now never run.
+RETIRED: dict[str, Any] = {"repair_flip": True, "edit_hold": True}
+#: Their old flags: accepted by ``generate`` and refused with what to do (CB801).
+RETIRED_FLAGS = ("--repair-flip", "--no-repair-flip", "--no-flip-repair", "--edit-hold", "--no-edit-hold",
+                 "--release-at-once")
 
 #: Generation modes: edit-preserving (default) and the paper's full reconstruction.
 MODES = ("edit", "reconstruct")
@@ -71,7 +81,7 @@ class Option:
 
     @property
     def flag(self) -> str:
-        """The CLI flag: the name with dashes (``edit_hold`` → ``--edit-hold``, its negation ``--no-edit-hold``)."""
+        """The CLI flag: the name with dashes (``edit_swap`` → ``--edit-swap``, its negation ``--no-edit-swap``)."""
         return "--" + self.name.replace("_", "-")
 
     def flags(self) -> tuple[str, ...]:
@@ -107,12 +117,6 @@ class GenerateSettings:
         more="Edit: only the sentences holding principal words (and those the edit options add) are rewritten, every "
         "other sentence is kept as it is. Reconstruct: the CoBA paper's full rewrite of the text from its triples "
         "(shuffle and drop apply only here).")
-    repair_flip: bool = option(
-        True, label="Repair a candidate that still reads as the original label", modes=_EDIT,
-        aliases=(("--no-flip-repair", False),),
-        help="repair once a candidate still read as the original label (default: on)",
-        more="Its strongest principal words still there, or the ensemble judging it as the original label: one "
-        "repair request names the remaining words before it is stored.")
     targets: str = option(
         "other", label="Target labels:", items=(("other", "other"), ("each", "each")),
         help="other (default), each, or comma-separated label names",
@@ -171,14 +175,6 @@ class GenerateSettings:
         more="For each sentence read as the original label, the LLM marks the words that make it so (one short "
         "request each); they are named to change instead of the principal words, and a spurious word among them "
         "may change too (recorded with the candidate, not held against it).")
-    edit_hold: bool = option(
-        True, label="Keep spurious opinion words: turn the opinion around them first", modes=_EDIT, needs=_OPINION,
-        aliases=(("--release-at-once", False),),
-        help="first keep a spurious opinion word, turning the opinion around it (default: on)",
-        more="A spurious word among the marked words (\"heartfelt\", \"masterpiece\") is first kept and the opinion "
-        "turned around it (\"hardly a heartfelt movie\"), as a counterbias example needs; it is released only when "
-        "that edit and its repair fail their checks or are not read as the target (one or two more requests per "
-        "such sentence). Off: released at once.")
     edit_swap: bool = option(
         True, label="Swap each opinion phrase for its opposite where every edit failed", modes=_EDIT, needs=_OPINION,
         aliases=(("--no-phrase-swap", False),),
@@ -280,6 +276,7 @@ class GenerateSettings:
         for name, declared in OPTIONS.items():
             if declared.later and data[name] == declared.default:
                 del data[name]
+        data.update(RETIRED)
         return data
 
     def key(self) -> str:

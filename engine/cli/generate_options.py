@@ -3,7 +3,8 @@
 Each declared option with ``cli="generate"`` becomes one flag: ``--`` and its name with dashes, a boolean
 ``--name``/``--no-name``. Every flag defaults to ``None`` so that :func:`settings_from_args` knows which options
 were given (an option given where it has no effect is refused, CB801); an option left out takes the declared
-default. The old flags of renamed options (``--release-at-once``, ``--keep-stubborn``, …) still work, hidden.
+default. The old flags of renamed options (``--keep-stubborn``, …) still work, hidden; those of removed stages
+(:data:`~engine.generate_settings.RETIRED_FLAGS`) are refused with what to do.
 The ``cli="llm"`` options (temperature, seed, max tokens) are the shared LLM flags (:data:`engine.cli.args.LLM`).
 """
 
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 
-from engine.generate_settings import MODES, OPTIONS, GenerateSettings, Option
+from engine.generate_settings import MODES, OPTIONS, RETIRED_FLAGS, GenerateSettings, GenerationConfigError, Option
 
 __all__ = ["add_generate_options", "explicit_options", "generate_flags", "settings_from_args"]
 
@@ -49,6 +50,8 @@ def add_generate_options(parser: argparse.ArgumentParser) -> None:
                                metavar=_metavar(declared), help=text)
         for alias, value in declared.aliases:
             group.add_argument(alias, dest=name, action="store_const", const=value, help=argparse.SUPPRESS)
+    for flag in RETIRED_FLAGS:  # removed stages: named and refused, not "unrecognized arguments"
+        group.add_argument(flag, dest="retired", action="append_const", const=flag, help=argparse.SUPPRESS)
 
 
 def generate_flags(parser: argparse.ArgumentParser) -> dict[str, tuple[str, ...]]:
@@ -70,6 +73,11 @@ def explicit_options(args: argparse.Namespace) -> tuple[str, ...]:
 
 def settings_from_args(args: argparse.Namespace) -> GenerateSettings:
     """The validated :class:`GenerateSettings` of the ``generate`` flags (raises ``GenerationConfigError``)."""
+    retired = getattr(args, "retired", None)
+    if retired:
+        raise GenerationConfigError(
+            f"{retired[0]} was removed: its stage (the flip repair, or the hold of spurious opinion words) no longer "
+            "runs, because an ablation found no candidate it made better.", f"Leave {retired[0]} out.")
     values = {}
     for name, declared in OPTIONS.items():
         value = getattr(args, name, None)

@@ -61,8 +61,8 @@ class SentenceEdit:
     opinion: list[str] | None = None
     #: Spurious words inside ``opinion``: the edit may change them (not in ``keep``).
     released: list[str] = field(default_factory=list)
-    #: Spurious words inside ``opinion`` that a first try kept (``GenerateSettings.edit_hold``): copied, with the
-    #: opinion turned around them; released only when that try is unusable or does not read as the target.
+    #: Spurious words inside ``opinion`` that a first try kept (candidates made before the hold stage was removed):
+    #: copied, with the opinion turned around them; released only when that try failed.
     held: list[str] = field(default_factory=list)
     #: How the held words' try ended: ``"kept"`` (its edit is the sentence's), else why they were released.
     hold: str | None = None

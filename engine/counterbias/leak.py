@@ -24,7 +24,7 @@ from engine.text.distance import words
 __all__ = ["LEAK_SOURCES", "MIN_SENTENCE_WORDS", "NGRAM", "LeakGuard"]
 
 #: Prompts whose few-shot examples a candidate must not repeat, per generation mode.
-LEAK_SOURCES = {"edit": ("edit_sentence", "edit_sentence_strong", "edit_sentence_hold", "opposite_phrase", "triples"),
+LEAK_SOURCES = {"edit": ("edit_sentence", "edit_sentence_strong", "opposite_phrase", "triples"),
                 "reconstruct": ("rewrite", "reconstruct", "triples"), "core": ("guided_edit", "guided_edit_pair"),
                 "llm": ("guided_edit", "guided_edit_pair"), "vt": ("vt_edit", "vt_edit_pair")}
 

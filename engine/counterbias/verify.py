@@ -87,11 +87,7 @@ class CandidateFilter:
     max_untouched
         The ``untouched`` check fails an edit-mode candidate with more than this many sentences left as written
         (neither edited nor removed); ``None`` (default): off. A stricter rule for analysts who want fewer, better
-        candidates: with the bundled 1.5B model on CAD train originals, of 62 candidates the default rule passed
-        and I read one by one, 26 read as flipped and fluent (42 %); with ``0`` as well, 12 of 18 (67 %) — half of
-        the good ones are lost (an in-sample choice: check it on your own data). Without it, on the 50 shortest
-        CAD dev reviews (members trained on the train split), 8 of the 9 candidates the default rule passed read as
-        flipped and fluent; with spurious opinion words held (``edit_hold``), 8 of 10.
+        candidates (its measurements: ``benchmarks/RESULTS.md``, *Verification and the accept rule*).
     """
 
     require_flip: str = "target"

@@ -12,18 +12,16 @@
   2. ``mark`` (``edit_opinion``): the opinion words of the sentences read as the original label (prompt
      ``opinion_words``);
   3. ``plan``: the sentences to edit, their words to change and to copy, their first requests;
-  4. ``hold`` (``edit_hold``): a first try keeping marked spurious words, one repair (``edit_sentence_hold``);
-  5. ``first``: one request per sentence, one repair of an unusable or unmoved answer (``edit_sentence``,
+  4. ``first``: one request per sentence, one repair of an unusable or unmoved answer (``edit_sentence``,
      ``edit_sentence_repair``);
-  6. ``fresh`` (``edit_fresh``): one try with a new seed (``edit_sentence_strong`` for a sentence nothing moved);
-  7. ``swap`` (``edit_swap``): the marked phrases replaced by their opposites (``opposite_phrase``);
-  8. ``drop``: edits still unmoved dropped;
-  9. ``remove`` (``edit_remove``): stubborn sentences removed;
-  10. ``unedited``: a slot with no edited sentence failed;
-  11. ``build``: the original with the edited sentences replaced;
-  12. ``flip`` (``repair_flip``): one repair of a half-flipped candidate (``edit_flip_repair``);
-  13. ``residual``: the sentences still read as the original label recorded;
-  14. ``unread``: a slot whose sentences could not be read failed.
+  5. ``fresh`` (``edit_fresh``): one try with a new seed (``edit_sentence_strong`` for a sentence nothing moved);
+  6. ``swap`` (``edit_swap``): the marked phrases replaced by their opposites (``opposite_phrase``);
+  7. ``drop``: edits still unmoved dropped;
+  8. ``remove`` (``edit_remove``): stubborn sentences removed;
+  9. ``unedited``: a slot with no edited sentence failed;
+  10. ``build``: the original with the edited sentences replaced;
+  11. ``residual``: the sentences still read as the original label recorded;
+  12. ``unread``: a slot whose sentences could not be read failed.
 
 The prompts a run records are those of its enabled stages (:func:`~engine.generation.job.run_prompts`).
 Nothing is raised out of the job except :class:`~engine.errors.Cancelled` and errors that stop every slot alike.

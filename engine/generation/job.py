@@ -26,7 +26,7 @@ from engine.generation.edit.state import EditRun
 from engine.generation.plan import plan_slots
 from engine.generation.reconstruct import PROMPTS as RECONSTRUCT_PROMPTS
 from engine.generation.reconstruct import run_reconstruct_chunk
-from engine.generation.sources import gender_mapping, judge_fn, vote_source, votes_for
+from engine.generation.sources import gender_mapping, vote_source, votes_for
 from engine.generation.store import store_slots
 from engine.llm.base import ChatBackend, Usage
 from engine.llm.cache import CachedClient
@@ -191,6 +191,9 @@ def generate_counterbias(
         run_guard.set_run(run.id)
         result = GenerateResult(run_id=run.id)
         try:
+            progress(0.0, f"counterbias: loading {llm_config.model}")
+            chat_backend.load(progress=lambda f, message="": progress(
+                0.0, f"counterbias: {message or 'loading ' + llm_config.model} ({f:.0%})"))
             if settings.uses_triples:
                 triples = extract_triples(project, dataset.id, ids, llm_config, backend=chat_backend,
                                           progress=scaled(progress, 0.0, 0.3), cancel=token)
@@ -203,7 +206,6 @@ def generate_counterbias(
             result.judges = members
             result.judges_training = [] if judge is not None else judges_in_training(project, dataset.id)
             guard = LeakGuard.from_prompts(LEAK_SOURCES[settings.mode])
-            label_fn = judge_fn(project, members, token) if settings.mode == "edit" and settings.repair_flip else None
             polar_fn = (create_reader(settings.sentence_reader, project, client, members, dataset.labels,
                                       settings.task_description(dataset.labels), token)
                         if settings.mode == "edit" and "text" in fields else None)
@@ -231,13 +233,16 @@ def generate_counterbias(
             gen_progress = scaled(progress, 0.3 if settings.uses_triples else 0.0, 1.0)
             gen_started = time.perf_counter()
             chunk_size = chunk_size or max(4, 2 * int(llm_config.concurrency))
+            if slots:
+                gen_progress(0.0, f"counterbias: 0/{len(slots)} candidates, the first {min(chunk_size, len(slots))} "
+                             "under way")
             for start in range(0, len(slots), chunk_size):
                 token.raise_if_cancelled()
                 chunk = slots[start : start + chunk_size]
                 if settings.mode == "edit":
                     if pool is not None and start:
                         pool.refresh()  # candidates accepted meanwhile teach this chunk
-                    run_edit_chunk(EditRun(client, dataset, settings, mapping, token, guard, chunk, label_fn=label_fn,
+                    run_edit_chunk(EditRun(client, dataset, settings, mapping, token, guard, chunk,
                                            reader=polar_fn, finder=finder, swapper=swapper,
                                            pool=pool if pool is not None and len(pool) else None,
                                            requests=result.requests_by_stage))

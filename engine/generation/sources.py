@@ -1,30 +1,17 @@
-"""Where a generate run's words and judges come from: the vote set, its votes, the judge members, the gender map."""
+"""Where a generate run's words come from: the vote set, its votes, the gender map."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from engine.counterbias.manipulate import gender_map
 from engine.counterbias.settings import GenerationConfigError
 
 if TYPE_CHECKING:
-    from engine.progress import CancelToken
     from engine.store.project import DatasetInfo, Project
 
-__all__ = ["gender_mapping", "judge_fn", "vote_source", "votes_for"]
-
-
-def judge_fn(project: Project, members: Sequence[str], token: CancelToken) -> Callable[[list[dict[str, Any]]], list[str]] | None:
-    """Majority labels of candidate rows by ``members`` (``None`` without members)."""
-    if not members:
-        return None
-    from engine.counterbias.verify import ensemble_labels
-
-    def labels(rows: list[dict[str, Any]]) -> list[str]:
-        return ensemble_labels(project, members, rows, cancel=token)
-
-    return labels
+__all__ = ["gender_mapping", "vote_source", "votes_for"]
 
 
 def vote_source(project: Project, dataset: DatasetInfo, vote_set_id: int | None) -> dict[str, Any]:

@@ -386,6 +386,11 @@ class ChatBackend(Protocol):
         """
         ...
 
+    def load(self, *, progress: ProgressFn = ...) -> None:
+        """Make the backend ready before the first request (the local model: assembled the first time, then loaded),
+        reporting with ``progress``; a server backend has nothing to do."""
+        ...
+
     def close(self) -> None:
         """Release connections, threads or a loaded model."""
         ...

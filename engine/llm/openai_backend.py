@@ -191,6 +191,9 @@ class OpenAIBackend:
 
         return run_coroutine(main)
 
+    def load(self, *, progress: ProgressFn = no_progress) -> None:
+        """Nothing to load: the model runs on the server."""
+
     def close(self) -> None:
         """Nothing to release: each batch opens and closes its own client."""
 

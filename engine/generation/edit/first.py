@@ -23,9 +23,9 @@ PROMPTS = ("edit_sentence", "edit_sentence_repair")
 
 
 def first_tries(run: EditRun) -> None:
-    """Send the first request of every sentence the hold did not edit, and one repair of each unusable or unmoved
+    """Send the first request of every sentence, and one repair of each unusable or unmoved
     answer; the kept edits still unmoved after that go to ``run.still``."""
-    rest = [j for j in run.jobs if j.key not in run.taken and j.slot.error is None]
+    rest = [j for j in run.jobs if j.slot.error is None]
     answers = run.client.chat_many([j.request for j in rest], cancel=run.token).results
     retry = []
     for job, answer in zip(rest, answers, strict=True):

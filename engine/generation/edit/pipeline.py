@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from engine.counterbias.opinion_words import OpinionFinder
 from engine.counterbias.sentence_reading import READER_PROMPTS
 from engine.counterbias.settings import GenerateSettings
-from engine.generation.edit import drop, first, flip, fresh, hold, residual, select, swap
+from engine.generation.edit import build, drop, first, fresh, residual, select, swap
 from engine.generation.edit.state import EditRun
 
 __all__ = ["EDIT_STAGES", "Stage", "edit_prompts", "run_edit_chunk"]
@@ -40,15 +40,13 @@ EDIT_STAGES: tuple[Stage, ...] = (
     Stage("read", select.read_sentences, "edit_polar", reader=True),
     Stage("mark", select.mark_opinions, "edit_opinion", (OpinionFinder.prompt_name,), reader=True),
     Stage("plan", select.plan_chunk),
-    Stage("hold", hold.hold_tries, "edit_hold", hold.PROMPTS, needs=("edit_opinion",), reader=True),
     Stage("first", first.first_tries, prompts=first.PROMPTS),
     Stage("fresh", fresh.fresh_tries, "edit_fresh", fresh.PROMPTS),
     Stage("swap", swap.phrase_swaps, "edit_swap", swap.PROMPTS, needs=("edit_opinion",), reader=True),
     Stage("drop", drop.drop_unmoved),
     Stage("remove", drop.remove_stubborn, "edit_remove"),
     Stage("unedited", drop.fail_unedited),
-    Stage("build", flip.build),
-    Stage("flip", flip.flip_repair, "repair_flip", flip.PROMPTS),
+    Stage("build", build.build),
     Stage("residual", residual.record_residual, reader=True),
     Stage("unread", residual.fail_unread, reader=True),
 )

@@ -130,13 +130,10 @@ def _plan_edits(run: EditRun, slot: Slot, plan: FieldPlan) -> tuple[str, list[tu
     """Fill ``plan.edits`` (the sentences to rewrite, as written); return the text's base and spans.
 
     With the run's opinion finder, a sentence read as the original label names its opinion words to change (not the
-    principal words), and the spurious words among them are released (:mod:`engine.counterbias.opinion_words`) —
-    with ``edit_hold``, only once a first try that keeps them has failed (``held``;
-    :func:`engine.generation.edit.hold.hold_tries`). The edit's ``change`` and ``keep`` are always those of the
-    words released: what the sentence is asked without the hold.
+    principal words), and the spurious words among them are released (:mod:`engine.counterbias.opinion_words`).
     """
     mapping, polar_fn, finder = run.mapping, run.reader, run.finder
-    min_polar, hold = run.settings.edit_polar, run.settings.edit_hold
+    min_polar = run.settings.edit_polar
     base, spans, raw = sentences_as_written(plan.original)
     if not raw:
         slot.fail("edit", f"Example {slot.example['id']} ({plan.field}) has no sentence to edit.", retriable=False,
@@ -199,8 +196,7 @@ def _plan_edits(run: EditRun, slot: Slot, plan: FieldPlan) -> tuple[str, list[tu
         keep = [w for w in keep if w.lower() not in {c.lower() for c in change} and w not in released]
         unmarked = opinions.get(i) == [] and i not in polar and i not in rated and min_polar > 0
         (spoken if done else plain if unmarked else edits).append(
-            SentenceEdit(i, raw[i], raw[i], change, keep, opinion=opinion, released=[] if hold else released,
-                         held=released if hold else []))
+            SentenceEdit(i, raw[i], raw[i], change, keep, opinion=opinion, released=released))
     if not edits:  # every chosen sentence spoke for the target already, or carried no opinion: edit them as before
         edits = spoken or plain  # rather than none
     plan.plain = [e.index for e in plain if e not in edits]

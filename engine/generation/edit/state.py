@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from engine.counterbias.edit import SentenceEdit
 from engine.counterbias.manipulate import swap_gender
@@ -58,7 +58,7 @@ class EditRun:
     """The state of one edit chunk, handed from stage to stage (:data:`engine.generation.edit.pipeline.EDIT_STAGES`).
 
     ``reader`` reads sentences alone (``None``: no reading); ``finder`` marks opinion words and ``swapper`` swaps
-    phrases (``None``: off). ``label_fn`` gives the members' labels of whole candidates (flip repair).
+    phrases (``None``: off).
     """
 
     client: CachedClient
@@ -68,7 +68,6 @@ class EditRun:
     token: CancelToken
     guard: LeakGuard
     slots: list[Slot]
-    label_fn: Callable[[list[dict[str, Any]]], list[str]] | None = None
     reader: SentenceReader | None = None
     finder: OpinionFinder | None = None
     swapper: PhraseSwapper | None = None
@@ -78,8 +77,6 @@ class EditRun:
     jobs: list[Job] = field(default_factory=list)
     #: ``plan_key -> (the text's base, its sentences' spans)`` of every planned field.
     layout: dict[PlanKey, tuple[str, list[tuple[int, int]]]] = field(default_factory=dict)
-    #: Edits the held tries made (their first try is not sent).
-    taken: set[EditKey] = field(default_factory=set)
     #: Kept edits the reader still reads as unmoved, with their P(target): what the later tries work on.
     still: dict[EditKey, float] = field(default_factory=dict)
     #: The slots whose fields were all planned, once the candidates are built.

@@ -163,7 +163,7 @@ def test_a_sentence_unusable_twice_gets_one_fresh_try(voted_project, stub, tmp_p
         return edit_sentence(sentence_to_edit(body)) if body.get("seed") == 13 + 500 else sentence_to_edit(body)
 
     server = stub(reply=reply)
-    result, rows = _run(voted_project, server, swap_gender=False, repair_flip=False)
+    result, rows = _run(voted_project, server, swap_gender=False)
     assert len(result.created) == 1, rows[0]["meta"].get("error")
     assert rows[0]["text"] == REVIEW.replace(TARGET, "The plot is awful and the music is lovely.")
     edit = rows[0]["meta"]["fields"][0]["edits"][0]
@@ -190,7 +190,7 @@ def test_a_word_dropped_twice_gets_the_first_request_again(voted_project, stub, 
         sent.append(body)
         return drop(sentence_to_edit(body)) if _editing(body) else scripted_reply(body)
 
-    _run(voted_project, stub(reply=reply), swap_gender=False, repair_flip=False)
+    _run(voted_project, stub(reply=reply), swap_gender=False)
     editing = [b for b in sent if _editing(b)]
     fresh = [b for b in editing if b.get("seed") == 513]
     assert len(fresh) == 1 and fresh[0]["messages"] == editing[0]["messages"]
@@ -201,7 +201,7 @@ def test_edit_fresh_off_sends_no_third_request(voted_project, stub, tmp_path):
     sent = []
     server = stub(reply=lambda body: sent.append(body) or (sentence_to_edit(body) if _editing(body)
                                                            else scripted_reply(body)))
-    result, rows = _run(voted_project, server, swap_gender=False, repair_flip=False, edit_fresh=False, edit_swap=False)
+    result, rows = _run(voted_project, server, swap_gender=False, edit_fresh=False, edit_swap=False)
     assert not result.created and rows[0]["meta"]["error"]["reason"] == "unchanged"
     assert sum(_editing(b) for b in sent) == 2
 
@@ -271,30 +271,6 @@ def test_edit_mode_guards_the_stronger_prompt_examples_too():
     assert guard.find("Honestly, I stayed glued to my seat until the ending of it.") is not None
 
 
-def test_half_flip_is_repaired_once(voted_project, stub, tmp_path):
-    _dataset_with_vote(voted_project, tmp_path)
-    sent = []
-
-    def reply(body):
-        sent.append(body)
-        if not _editing(body):
-            return scripted_reply(body)
-        if "still reads as" in body["messages"][-1]["content"]:
-            return "The plot is dull and the music is lovely."
-        return "The plot is not great and the music is lovely."
-
-    server = stub(reply=reply)
-    result, rows = _run(voted_project, server, swap_gender=False)
-    assert len(result.created) == 1
-    row = rows[0]
-    assert "The plot is dull and the music is lovely." in row["text"]
-    assert row["meta"]["repairs"] == {"flip": 1}
-    flip = row["meta"]["fields"][0]["flip_repair"]
-    assert flip["words"] == ["great"] and flip["repaired"] == [1]
-    asked = [b for b in sent if "still reads as" in b["messages"][-1]["content"]]
-    assert len(asked) == 1 and '"great"' in asked[0]["messages"][-1]["content"]
-
-
 def test_reconstruct_mode_checks_spurious_words(voted_project, stub, tmp_path):
     _dataset_with_vote(voted_project, tmp_path)
     server = stub(reply=scripted_reply)
@@ -314,7 +290,7 @@ def test_a_sentence_that_cannot_be_edited_stays_and_the_candidate_is_kept(voted_
     cold = "The cinema was cold."
     server = stub(reply=_dropping(lambda s: s if s == cold else edit_sentence(s),
                                   lambda s: s if s == cold else edit_sentence(s)))
-    result, rows = _run(voted_project, server, swap_gender=False, repair_flip=False, edit_opinion=False)
+    result, rows = _run(voted_project, server, swap_gender=False, edit_opinion=False)
     assert len(result.created) == 1, rows[0]["meta"].get("error")
     assert rows[0]["text"] == REVIEW.replace(TARGET, "The plot is awful and the music is lovely.")  # cold one verbatim
     edits = {e["sentence"]: e for e in rows[0]["meta"]["fields"][0]["edits"]}
@@ -333,7 +309,7 @@ def test_sentences_the_ensemble_reads_as_the_original_label_are_edited_too(voted
     members = ["r:tiny-distilbert", "r:tiny-roberta", "r:tiny-mpnet"]
 
     def edited(threshold):
-        settings = GenerateSettings(edit_polar=threshold, swap_gender=False, repair_flip=False,
+        settings = GenerateSettings(edit_polar=threshold, swap_gender=False,
                                     sentence_reader="members")
         generate_counterbias(project, dataset.id, first, config, judge=members, settings=settings)
         rows = [r for r in candidate_rows(project, dataset_id=dataset.id)
@@ -354,7 +330,7 @@ def test_the_llm_edits_the_sentence_as_written_and_the_swap_follows(voted_projec
     _dataset_with_vote(voted_project, tmp_path, principal=("great", "Friday"), spurious=("plot",))
     sent = []
     server = stub(reply=lambda body: sent.append(body) or scripted_reply(body))
-    result, rows = _run(voted_project, server, repair_flip=False, edit_opinion=False)
+    result, rows = _run(voted_project, server, edit_opinion=False)
     assert len(result.created) == 1, rows[0]["meta"].get("error")
     asked = {sentence_to_edit(b) for b in sent if _editing(b)}
     assert "I watched it with my brother on Friday." in asked
@@ -392,7 +368,7 @@ def _with_lexicon_members(project, tmp_path, stub, monkeypatch, edit, *, polar=_
     config = LLMConfig(backend="openai", model="stub", base_url=server.base_url)
     first = [int(next(iter(project.iter_examples(dataset.id)))["id"])]
     result = generate_counterbias(project, dataset.id, first, config, judge=["r:tiny-distilbert"],
-                                  settings=GenerateSettings(**{"swap_gender": False, "repair_flip": False,
+                                  settings=GenerateSettings(**{"swap_gender": False,
                                                                "edit_polar": 0.0, "sentence_reader": "members",
                                                                **settings}))
     return result, candidate_rows(project, dataset_id=dataset.id)[0], sent
@@ -475,26 +451,6 @@ def test_an_edit_that_moves_away_from_the_target_is_dropped(voted_project, stub,
     assert len(asked) == 1 and 'reads less as Negative than the sentence did. "superb" point away' in asked[0]
 
 
-def test_a_flip_repair_that_reads_less_as_the_target_is_kept_out(voted_project, stub, tmp_path, monkeypatch):
-    """The first edit leaves the strongest principal word ("great"), so the flip repair runs; its answer reads
-    as Positive again (the target is Negative) and is refused: the first edit stays."""
-    first = "The plot is great but the music is awful."
-    result, row, sent = _with_lexicon_members(voted_project, tmp_path, stub, monkeypatch, _first_then(
-        first, "The plot is great and the music is superb."), repair_flip=True)
-    assert len(result.created) == 1 and first in row["text"]
-    flip = row["meta"]["fields"][0]["flip_repair"]
-    assert flip["words"] == ["great"] and flip["repaired"] == []
-    assert flip["rejected"] == [{"sentence": 1, "reason": "wrong direction"}]
-    assert any("still reads as" in b["messages"][-1]["content"] for b in sent)  # the repair was asked for
-
-
-def test_a_flip_repair_that_moves_on_is_taken(voted_project, stub, tmp_path, monkeypatch):
-    result, row, _ = _with_lexicon_members(voted_project, tmp_path, stub, monkeypatch, _first_then(
-        "The plot is great but the music is awful.", "The plot is poor and the music is awful."), repair_flip=True)
-    assert "The plot is poor and the music is awful." in row["text"]
-    assert row["meta"]["fields"][0]["flip_repair"]["repaired"] == [1]
-
-
 def test_a_text_that_names_a_person_keeps_its_gendered_words(voted_project, stub, tmp_path):
     from engine.text.nlp import load_spacy
 
@@ -503,7 +459,7 @@ def test_a_text_that_names_a_person_keeps_its_gendered_words(voted_project, stub
     named = REVIEW.replace("my brother", "Burt Reynolds and his brother")
     _dataset_with_vote(voted_project, tmp_path, review=named)
     server = stub(reply=scripted_reply)
-    result, rows = _run(voted_project, server, repair_flip=False)
+    result, rows = _run(voted_project, server)
     assert len(result.created) == 1
     assert rows[0]["text"] == named.replace(TARGET, "The plot is awful and the music is lovely.")
     plan = rows[0]["meta"]["fields"][0]
@@ -523,7 +479,7 @@ def test_names_and_dates_of_an_edited_sentence_are_kept(voted_project, stub, tmp
     reply = _dropping(lambda s: "The plot is awful and he was lovely in 1978." if "Burt" in s else edit_sentence(s),
                       edit_sentence)
     server = stub(reply=lambda body: sent.append(body) or reply(body))
-    result, rows = _run(voted_project, server, swap_gender=False, repair_flip=False)
+    result, rows = _run(voted_project, server, swap_gender=False)
     assert len(result.created) == 1, rows[0]["meta"].get("error")
     edit = rows[0]["meta"]["fields"][0]["edits"][0]
     assert {"Burt", "Reynolds", "1978"} <= set(edit["keep"]) and edit["problems"] == ["missing words"]
@@ -540,7 +496,7 @@ def test_a_principal_word_of_a_quoted_title_is_copied_not_changed(voted_project,
     _dataset_with_vote(voted_project, tmp_path, principal=("great", "superb"), review=REVIEW.replace(TARGET, target))
     sent = []
     server = stub(reply=lambda body: sent.append(body) or scripted_reply(body))
-    result, rows = _run(voted_project, server, swap_gender=False, repair_flip=False)
+    result, rows = _run(voted_project, server, swap_gender=False)
     assert len(result.created) == 1, rows[0]["meta"].get("error")
     edit = rows[0]["meta"]["fields"][0]["edits"][0]
     assert "great" in edit["change"] and "Superb" not in edit["change"] and {"Superb", "Grace"} <= set(edit["keep"])
@@ -583,7 +539,7 @@ def test_a_rating_of_the_original_label_is_edited_and_a_kept_rating_repaired(vot
         repairing = "cannot be used" in body["messages"][-1]["content"]
         return "I give it 2/10." if repairing else "I happily give it 10/10."
 
-    result, rows = _run(voted_project, stub(reply=reply), swap_gender=False, repair_flip=False)
+    result, rows = _run(voted_project, stub(reply=reply), swap_gender=False)
     assert len(result.created) == 1, rows[0]["meta"].get("error")
     assert rows[0]["text"].endswith("The cinema was cold. I give it 2/10.")
     edit = next(e for e in rows[0]["meta"]["fields"][0]["edits"] if e["sentence"] == "I give it 10/10.")
@@ -599,7 +555,7 @@ def test_without_rated_rows_a_rating_is_left_alone(voted_project, stub, tmp_path
     _dataset_with_vote(voted_project, tmp_path, review=REVIEW + " I give it 10/10.")
     sent = []
     result, rows = _run(voted_project, stub(reply=lambda body: sent.append(body) or scripted_reply(body)),
-                        swap_gender=False, repair_flip=False)
+                        swap_gender=False)
     assert len(result.created) == 1 and rows[0]["text"].endswith("I give it 10/10.")
     assert [sentence_to_edit(b) for b in sent if _editing(b)] == [TARGET]
 
@@ -637,7 +593,7 @@ def test_a_candidate_that_keeps_the_rating_fails_the_rating_check(voted_project,
             return "I honestly give it 10/10."
         return scripted_reply(body)
 
-    result, rows = _run(voted_project, stub(reply=reply), swap_gender=False, repair_flip=False, edit_fresh=False)
+    result, rows = _run(voted_project, stub(reply=reply), swap_gender=False, edit_fresh=False)
     assert len(result.created) == 1 and rows[0]["text"].endswith("I give it 10/10.")
     scores = judge_candidates(voted_project, result.created, [])[result.created[0]]
     assert scores["verdicts"]["rating"] == {"status": "fail", "reason": 'rates it "10/10", a rating that goes with '
@@ -674,7 +630,7 @@ def test_a_sentence_whose_principal_words_already_speak_for_the_target_is_left_a
     _dataset_with_vote(voted_project, tmp_path, principal=("great", "dull"), review=review, more=more)
     sent = []
     result, rows = _run(voted_project, stub(reply=lambda body: sent.append(body) or scripted_reply(body)),
-                        swap_gender=False, repair_flip=False)
+                        swap_gender=False)
     assert len(result.created) == 1, rows[0]["meta"].get("error")
     assert [sentence_to_edit(b) for b in sent if _editing(b)] == [TARGET]
     edits = rows[0]["meta"]["fields"][0]["edits"]
@@ -682,7 +638,7 @@ def test_a_sentence_whose_principal_words_already_speak_for_the_target_is_left_a
     assert [e["sentence"] for e in edits] == [TARGET] and edits[0]["change"] == ["great", "lovely"]
     assert rows[0]["text"].endswith("The dull cinema was cold.")
     # without the marking, the principal words are named, "dull" never
-    _, rows = _run(voted_project, stub(reply=scripted_reply), swap_gender=False, repair_flip=False,
+    _, rows = _run(voted_project, stub(reply=scripted_reply), swap_gender=False,
                    edit_opinion=False)
     assert [r["meta"]["fields"][0]["edits"][0]["change"] for r in rows] == [["great", "lovely"], ["great"]]
 
@@ -700,7 +656,7 @@ def test_the_llm_reads_sentences_and_edits_those_speaking_for_the_original_label
     _dataset_with_vote(voted_project, tmp_path, review=RECOMMENDED)
     sent = []
     server = stub(reply=lambda body: sent.append(body) or scripted_reply(body))
-    result, rows = _run(voted_project, server, swap_gender=False, repair_flip=False)
+    result, rows = _run(voted_project, server, swap_gender=False)
     assert len(result.created) == 1, rows[0]["meta"].get("error")
     plan = rows[0]["meta"]["fields"][0]
     assert plan["polar"] == [1, 3] and sorted(e["index"] for e in plan["edits"]) == [1, 3]
@@ -720,7 +676,7 @@ def test_a_sentence_still_read_as_the_original_label_holds_the_candidate_back(vo
     from engine.counterbias import judge_candidates
 
     _dataset_with_vote(voted_project, tmp_path, review=RECOMMENDED)
-    result, rows = _run(voted_project, stub(reply=scripted_reply), swap_gender=False, repair_flip=False,
+    result, rows = _run(voted_project, stub(reply=scripted_reply), swap_gender=False,
                         edit_polar=0.0)
     assert len(result.created) == 1
     assert rows[0]["meta"]["fields"][0]["residual"] == ["I would recommend it to anyone."]
@@ -730,7 +686,7 @@ def test_a_sentence_still_read_as_the_original_label_holds_the_candidate_back(vo
         "reason": '1 of 4 sentences still reads as Positive (at most 20% may): "I would recommend it to anyone."'}
     assert scores["passes"] is False
     # the members' reading gives no residual verdict
-    _, rows = _run(voted_project, stub(reply=scripted_reply), swap_gender=False, repair_flip=False, edit_polar=0.0,
+    _, rows = _run(voted_project, stub(reply=scripted_reply), swap_gender=False, edit_polar=0.0,
                    sentence_reader="members")
     members_row = [r for r in rows if r["id"] not in result.created][0]
     assert "residual" not in members_row["meta"]["fields"][0]
@@ -751,7 +707,7 @@ def test_an_unusable_reading_is_asked_once_more_then_is_no_verdict(voted_project
             return "It is positive, I think"
         return scripted_reply(body)
 
-    result, rows = _run(voted_project, stub(reply=reply), swap_gender=False, repair_flip=False)
+    result, rows = _run(voted_project, stub(reply=reply), swap_gender=False)
     plan = rows[0]["meta"]["fields"][0]
     assert sorted(reminders[:2]) == ["I would recommend it to anyone.", "The cinema was cold."]
     assert plan["polar"] == [1, 3]  # "recommend" read on the reminder; "cinema" unread, so not edited
@@ -763,7 +719,7 @@ def _twice_without_retries(project, server):
     config = LLMConfig(backend="openai", model="stub", base_url=server.base_url, max_retries=0)
     dataset = project.dataset("multi")
     first = [int(next(iter(project.iter_examples(dataset.id)))["id"])]
-    settings = GenerateSettings(swap_gender=False, repair_flip=False)
+    settings = GenerateSettings(swap_gender=False)
     for _ in range(2):
         result = generate_counterbias(project, dataset.id, first, config, settings=settings, judge=())
         yield result, candidate_rows(project, dataset_id=dataset.id)[0]
@@ -798,14 +754,9 @@ def _marking(body) -> bool:
     return "\nRead as:" in body["messages"][-1]["content"]
 
 
-def _holding(body) -> bool:
-    return "Opinion words to keep:" in body["messages"][-1]["content"]
-
-
-def _lovely_marked(sent, held=None):
+def _lovely_marked(sent):
     """Replies for a review whose spurious "lovely" the scripted marker marks: an edit turns "great" into
-    "dreadful", and "lovely" into "dreary" unless it is among the words to copy; ``held(edited)`` answers the held
-    try when given. Every request goes to ``sent``."""
+    "dreadful", and "lovely" into "dreary" unless it is among the words to copy. Every request goes to ``sent``."""
     from tests.engine.counterbias.scripted_llm import words_to_keep
 
     def reply(body):
@@ -814,8 +765,6 @@ def _lovely_marked(sent, held=None):
         if sentence is None:
             return scripted_reply(body)
         edited = sentence.replace("great", "dreadful")
-        if held is not None and _holding(body):
-            return held(edited)
         return edited if "lovely" in words_to_keep(body) else edited.replace("lovely", "dreary")
 
     return reply
@@ -823,26 +772,20 @@ def _lovely_marked(sent, held=None):
 
 def test_a_spurious_word_marked_as_an_opinion_word_is_released(voted_project, stub, tmp_path):
     """The principal sentence reads as Positive and the LLM marks "great, lovely" as what makes it so (prompt
-    ``opinion_words``). "lovely" is a spurious word: it is first held (prompt ``edit_sentence_hold``), and that try,
-    "The plot is dreadful and the music is lovely.", reads as neither label, as does its repair, so it is released
-    (not among the words to copy), the edit changes it, the candidate records it, and the spurious-word check passes
-    without it ("plot" is still required)."""
+    ``opinion_words``). "lovely" is a spurious word: it is released (not among the words to copy), the edit changes
+    it, the candidate records it, and the spurious-word check passes without it ("plot" is still required)."""
     from engine.counterbias import judge_candidates
     from tests.engine.counterbias.scripted_llm import words_to_keep
 
     _dataset_with_vote(voted_project, tmp_path, spurious=("plot", "lovely"))
     sent = []
-    result, rows = _run(voted_project, stub(reply=_lovely_marked(sent)), swap_gender=False, repair_flip=False)
+    result, rows = _run(voted_project, stub(reply=_lovely_marked(sent)), swap_gender=False)
     assert len(result.created) == 1, rows[0]["meta"].get("error")
     edit = rows[0]["meta"]["fields"][0]["edits"][0]
     assert edit["opinion"] == ["great", "lovely"] and edit["released"] == ["lovely"] and edit["keep"] == ["plot"]
-    assert edit["held"] == ["lovely"] and edit["hold"] == "not read as the target"
-    assert rows[0]["meta"]["repairs"]["release"] == 1
+    assert "held" not in edit
     edits = [b for b in sent if _editing(b)]
-    assert _holding(edits[0]) and not any(map(_holding, edits[1:]))  # held first, then edited as without the hold
-    assert edits[1]["messages"][:-2] == edits[0]["messages"]  # the held try's repair, in its conversation
-    assert 'It does not read as Negative. Keep "lovely"' in edits[1]["messages"][-1]["content"]
-    assert words_to_keep(edits[0]) == ("plot", "lovely") and words_to_keep(edits[2]) == ("plot",)
+    assert words_to_keep(edits[0]) == ("plot",)  # released at once: the first request may change it
     marked = [b["messages"][-1]["content"] for b in sent if _marking(b)]
     assert len(marked) == 1 and "Read as: Positive" in marked[0] and marked[0].endswith("Sentence: " + TARGET)
     assert rows[0]["text"] == REVIEW.replace("great", "dreadful").replace("lovely", "dreary")
@@ -850,61 +793,6 @@ def test_a_spurious_word_marked_as_an_opinion_word_is_released(voted_project, st
     assert scores["missing_spurious"] == [] and scores["released_spurious"] == ["lovely"]
     assert scores["verdicts"]["spurious-kept"] == {
         "status": "pass", "reason": "1 of 2 kept; released as opinion words: lovely"}
-
-
-def test_a_spurious_opinion_word_is_kept_when_the_edit_turns_the_opinion_around_it(voted_project, stub, tmp_path):
-    """The same marking ("great, lovely"; "lovely" spurious), and the held try keeps "lovely" and negates it: "The plot
-    is dreadful and the music is not lovely." reads as the target, so it is the sentence's edit — no release, no
-    other edit request for the sentence, "lovely" among the words kept, and the spurious-word check wants both
-    words. The request names the held word as an opinion word to keep, and to copy, and not as a word to change.
-    With ``edit_hold=False`` no held try is sent and the word is released at once."""
-    from engine.counterbias import judge_candidates
-
-    _dataset_with_vote(voted_project, tmp_path, spurious=("plot", "lovely"))
-    sent = []
-    reply = _lovely_marked(sent, held=lambda edited: edited.replace("is lovely", "is not lovely"))
-    result, rows = _run(voted_project, stub(reply=reply), swap_gender=False, repair_flip=False)
-    assert len(result.created) == 1, rows[0]["meta"].get("error")
-    edit = rows[0]["meta"]["fields"][0]["edits"][0]
-    assert edit["held"] == ["lovely"] and edit["hold"] == "kept" and "released" not in edit
-    assert edit["change"] == ["great"] and edit["keep"] == ["plot", "lovely"]
-    assert "release" not in rows[0]["meta"]["repairs"]
-    edits = [b for b in sent if _editing(b)]
-    assert len(edits) == 1 and _holding(edits[0])
-    request = edits[0]["messages"][-1]["content"]
-    assert "Words to change: great\n" in request and "Opinion words to keep: lovely\n" in request
-    assert request.endswith("Words to copy exactly: plot, lovely")
-    assert rows[0]["text"] == REVIEW.replace(TARGET, "The plot is dreadful and the music is not lovely.")
-    scores = judge_candidates(voted_project, result.created, [])[result.created[0]]
-    assert scores["missing_spurious"] == [] and not scores.get("released_spurious")
-
-    sent.clear()
-    _, rows = _run(voted_project, stub(reply=reply), swap_gender=False, repair_flip=False, edit_hold=False)
-    edit = rows[-1]["meta"]["fields"][0]["edits"][0]
-    assert not any(map(_holding, sent)) and edit["released"] == ["lovely"] and "held" not in edit
-
-
-def test_a_held_try_that_drops_its_spurious_word_is_repaired_once(voted_project, stub, tmp_path):
-    """The held try drops "lovely" ("The plot is dreadful and the music is fine."): it is repaired once in the same
-    conversation, naming the word, and the repair that keeps and negates it is the sentence's edit."""
-    _dataset_with_vote(voted_project, tmp_path, spurious=("plot", "lovely"))
-    sent = []
-
-    def reply(body):
-        sent.append(body)
-        sentence = sentence_to_edit(body)
-        if sentence is None:
-            return scripted_reply(body)
-        if "lovely" in body["messages"][-1]["content"] and not _holding(body):  # the repair names it
-            return "The plot is dreadful and the music is not lovely."
-        return "The plot is dreadful and the music is fine."
-
-    result, rows = _run(voted_project, stub(reply=reply), swap_gender=False, repair_flip=False)
-    assert len(result.created) == 1, rows[0]["meta"].get("error")
-    edit = rows[0]["meta"]["fields"][0]["edits"][0]
-    assert edit["hold"] == "kept" and "released" not in edit and edit["new"].endswith("is not lovely.")
-    edits = [b for b in sent if _editing(b)]
-    assert len(edits) == 2 and _holding(edits[0]) and '"lovely"' in edits[1]["messages"][-1]["content"]
 
 
 def test_an_unusable_marking_is_no_verdict_and_edit_opinion_off_sends_none(voted_project, stub, tmp_path):
@@ -918,9 +806,9 @@ def test_an_unusable_marking_is_no_verdict_and_edit_opinion_off_sends_none(voted
         sent.append(body)
         return "a dull mess from start to finish" if _marking(body) else scripted_reply(body)
 
-    _run(voted_project, stub(reply=reply), swap_gender=False, repair_flip=False, edit_opinion=False)
+    _run(voted_project, stub(reply=reply), swap_gender=False, edit_opinion=False)
     assert sent and not any(map(_marking, sent))
-    _, rows = _run(voted_project, stub(reply=reply), swap_gender=False, repair_flip=False)
+    _, rows = _run(voted_project, stub(reply=reply), swap_gender=False)
     edit = rows[-1]["meta"]["fields"][0]["edits"][0]
     assert sum(map(_marking, sent)) == 1
     assert "opinion" not in edit and "released" not in edit
@@ -959,7 +847,7 @@ def test_a_principal_word_outside_the_marking_is_named_only_when_it_reads_as_the
         sent.append(body)
         return "lovely" if _marking(body) else scripted_reply(body)
 
-    result, rows = _run(voted_project, stub(reply=reply), swap_gender=False, repair_flip=False)
+    result, rows = _run(voted_project, stub(reply=reply), swap_gender=False)
     edit = rows[0]["meta"]["fields"][0]["edits"][0]
     assert edit["opinion"] == ["lovely"] and edit["change"] == ["lovely", "great"]
     read = [b["messages"][-1]["content"].rsplit("Sentence to read: ", 1)[1] for b in sent
@@ -980,7 +868,7 @@ def test_a_marked_name_is_not_named_to_change(voted_project, stub, tmp_path):
     def reply(body):
         return "Burt Reynolds, great" if _marking(body) else scripted_reply(body)
 
-    _, rows = _run(voted_project, stub(reply=reply), swap_gender=False, repair_flip=False)
+    _, rows = _run(voted_project, stub(reply=reply), swap_gender=False)
     edit = rows[0]["meta"]["fields"][0]["edits"][0]
     assert edit["opinion"] == ["great"] and edit["change"] == ["great"]
     assert {"Burt", "Reynolds", "1978"} <= set(edit["keep"])
@@ -1002,7 +890,7 @@ def test_a_sentence_every_edit_left_unmoved_gets_its_marked_phrases_swapped(vote
     _dataset_with_vote(voted_project, tmp_path)
     sent = []
     server = stub(reply=lambda body: sent.append(body) or (SYNONYM if _editing(body) else scripted_reply(body)))
-    result, rows = _run(voted_project, server, swap_gender=False, repair_flip=False)
+    result, rows = _run(voted_project, server, swap_gender=False)
     assert len(result.created) == 1, rows[0]["meta"].get("error")
     assert rows[0]["text"] == REVIEW.replace(TARGET, "The plot is awful and the music is dull.")
     edit = rows[0]["meta"]["fields"][0]["edits"][0]
@@ -1028,9 +916,9 @@ def test_a_swap_that_reads_no_more_as_the_target_is_kept_out_and_the_switch_send
             return "great" if "Phrase: great" in body["messages"][-1]["content"] else "superb"
         return SYNONYM if _editing(body) else scripted_reply(body)
 
-    _, rows = _run(voted_project, stub(reply=reply), swap_gender=False, repair_flip=False, edit_swap=False)
+    _, rows = _run(voted_project, stub(reply=reply), swap_gender=False, edit_swap=False)
     assert sent and not any(map(_swapping, sent))
-    _, rows = _run(voted_project, stub(reply=reply), swap_gender=False, repair_flip=False)
+    _, rows = _run(voted_project, stub(reply=reply), swap_gender=False)
     row = rows[-1]
     assert row["status"] == "failed" and row["text"] is None
     edit = row["meta"]["fields"][0]["edits"][0]
@@ -1064,7 +952,7 @@ def test_an_edit_unmoved_after_every_try_is_dropped_and_its_sentence_stays_as_wr
     reader): after its repair and fresh try the edit is dropped and the sentence stays byte-identical, while the
     principal sentence's edit, which moved, makes the candidate; the residual check names the sentence left."""
     _dataset_with_vote(voted_project, tmp_path, review=RECOMMENDED)
-    result, rows = _run(voted_project, stub(reply=_stubborn_reply), swap_gender=False, repair_flip=False,
+    result, rows = _run(voted_project, stub(reply=_stubborn_reply), swap_gender=False,
                         edit_swap=False, edit_remove=False)
     assert len(result.created) == 1, rows[0]["meta"].get("error")
     assert rows[0]["text"] == RECOMMENDED.replace(TARGET, "The plot is awful and the music is dull.")
@@ -1091,7 +979,7 @@ def test_a_sentence_unmoved_after_every_try_is_removed_by_default(voted_project,
     from engine.counterbias import judge_candidates
 
     _dataset_with_vote(voted_project, tmp_path, review=RECOMMENDED)
-    result, rows = _run(voted_project, stub(reply=_stubborn_reply), swap_gender=False, repair_flip=False,
+    result, rows = _run(voted_project, stub(reply=_stubborn_reply), swap_gender=False,
                         edit_swap=False)
     assert len(result.created) == 1, rows[0]["meta"].get("error")
     assert rows[0]["text"] == REVIEW.replace(TARGET, "The plot is awful and the music is dull.")
@@ -1115,7 +1003,7 @@ def test_a_stubborn_sentence_holding_a_word_to_keep_stays(voted_project, stub, t
             return "I would recommend it to my brother!"
         return _stubborn_reply(body)
 
-    result, rows = _run(voted_project, stub(reply=reply), swap_gender=False, repair_flip=False, edit_swap=False)
+    result, rows = _run(voted_project, stub(reply=reply), swap_gender=False, edit_swap=False)
     assert len(result.created) == 1, rows[0]["meta"].get("error")
     assert rows[0]["text"].endswith("I would recommend it to my brother.")
     stayed = [e for e in rows[0]["meta"]["fields"][0]["edits"] if e["index"] == 3][0]
@@ -1132,7 +1020,7 @@ def test_a_stubborn_sentence_stays_when_nothing_else_was_edited(voted_project, s
             return sentence  # unchanged, every time: unusable
         return _stubborn_reply(body)
 
-    _, rows = _run(voted_project, stub(reply=reply), swap_gender=False, repair_flip=False, edit_swap=False)
+    _, rows = _run(voted_project, stub(reply=reply), swap_gender=False, edit_swap=False)
     edits = rows[0]["meta"]["fields"][0]["edits"]
     assert edits and all(not e.get("removed") and e["new"] != "" for e in edits)
     assert "remove" not in rows[0]["meta"].get("repairs", {})
@@ -1142,7 +1030,7 @@ def test_a_short_sentence_read_as_the_original_label_is_edited_with_the_llm_read
     """The LLM reads two-word sentences ("So good!") as well as long ones: chosen for an edit (the members'
     reading keeps its three-word minimum)."""
     _dataset_with_vote(voted_project, tmp_path, review=REVIEW + " So good!")
-    result, rows = _run(voted_project, stub(reply=scripted_reply), swap_gender=False, repair_flip=False)
+    result, rows = _run(voted_project, stub(reply=scripted_reply), swap_gender=False)
     assert len(result.created) == 1, rows[0]["meta"].get("error")
     assert 3 in rows[0]["meta"]["fields"][0]["polar"]
     assert rows[0]["text"].endswith(" So bad!"), json.dumps(rows[0]["meta"]["fields"][0]["edits"])
@@ -1155,7 +1043,7 @@ def test_a_principal_sentence_without_an_opinion_word_stays_as_written(voted_pro
     _dataset_with_vote(voted_project, tmp_path, principal=("great", "Friday"), spurious=("plot",))
     sent = []
     server = stub(reply=lambda body: sent.append(body) or scripted_reply(body))
-    result, rows = _run(voted_project, server, repair_flip=False)
+    result, rows = _run(voted_project, server)
     assert len(result.created) == 1, rows[0]["meta"].get("error")
     friday = "I watched it with my brother on Friday."
     marked = [b["messages"][-1]["content"] for b in sent if _marking(b)]
@@ -1172,8 +1060,7 @@ def test_a_text_whose_principal_sentences_all_lack_an_opinion_word_is_edited_as_
     _dataset_with_vote(voted_project, tmp_path, principal=("Friday",), spurious=("plot",),
                        review=friday + "  The cinema was cold.")
     sent = []
-    _, rows = _run(voted_project, stub(reply=lambda body: sent.append(body) or scripted_reply(body)),
-                   repair_flip=False)
+    _, rows = _run(voted_project, stub(reply=lambda body: sent.append(body) or scripted_reply(body)))
     assert {sentence_to_edit(b) for b in sent if _editing(b)} == {friday}
     assert "plain" not in rows[0]["meta"]["fields"][0]
 

@@ -81,22 +81,22 @@ def test_the_llm_dialog_shows_a_widget_for_exactly_the_declared_gui_options(qtbo
 def test_the_dialog_greys_out_exactly_the_options_without_effect(qtbot):
     from widgets.llm_dialog import GUI_OPTIONS, LLMDialog, settings_from_values
 
-    dialog = LLMDialog({"backend": "local", "model": "smollm2-135m", "edit_opinion": False, "edit_hold": False})
+    dialog = LLMDialog({"backend": "local", "model": "smollm2-135m", "edit_opinion": False, "edit_swap": False})
     qtbot.addWidget(dialog)
     for mode in ("edit", "reconstruct"):
         dialog.mode.setCurrentIndex(dialog.mode.findData(mode))
         inactive = inactive_options(dialog.values())
         assert {n for n in GUI_OPTIONS if not getattr(dialog, n).isEnabled()} == set(inactive), mode
-    assert {"edit_hold", "edit_swap", "repair_flip"} <= set(inactive)
+    assert {"edit_swap", "edit_remove", "demonstrations"} <= set(inactive)
     # greyed values stay in the dialog, and the settings take the declared default instead
-    assert dialog.values()["edit_hold"] is False
+    assert dialog.values()["edit_swap"] is False
     assert settings_from_values(dialog.values()) == GenerateSettings(mode="reconstruct")
 
 
 def test_an_option_without_effect_is_refused():
-    with pytest.raises(GenerationConfigError, match="edit_hold .*no effect.*edit_opinion") as caught:
-        GenerateSettings(edit_opinion=False, edit_hold=False).validate()
-    assert caught.value.code == "CB801" and "--edit-hold" in caught.value.hint
+    with pytest.raises(GenerationConfigError, match="edit_swap .*no effect.*edit_opinion") as caught:
+        GenerateSettings(edit_opinion=False, edit_swap=False).validate()
+    assert caught.value.code == "CB801" and "--edit-swap" in caught.value.hint
     with pytest.raises(GenerationConfigError, match="drop_prob .*reconstruct mode only"):
         GenerateSettings(drop_prob=0.0).validate()
     with pytest.raises(GenerationConfigError, match="edit_remove"):
@@ -111,7 +111,7 @@ def test_an_option_without_effect_is_refused():
 @pytest.mark.parametrize("argv", [
     ("--mode", "reconstruct", "--edit-remove"),
     ("--mode", "reconstruct", "--keep-stubborn"),
-    ("--no-edit-opinion", "--edit-hold"),
+    ("--no-edit-opinion", "--edit-swap"),
     ("--drop-prob", "0"),
 ])
 def test_generate_refuses_an_option_given_without_effect_before_anything_is_sent(argv, tmp_path, capsys):
@@ -132,11 +132,9 @@ def test_generate_refusal_in_a_real_process(tmp_path):
 
 
 @pytest.mark.parametrize(("old", "new", "values"), [
-    (("--release-at-once",), ("--no-edit-hold",), {"edit_hold": False}),
     (("--keep-stubborn",), ("--no-edit-remove",), {"edit_remove": False}),
     (("--no-phrase-swap",), ("--no-edit-swap",), {"edit_swap": False}),
     (("--no-opinion-words",), ("--no-edit-opinion",), {"edit_opinion": False}),
-    (("--no-flip-repair",), ("--no-repair-flip",), {"repair_flip": False}),
     (("--no-gender-swap",), ("--no-swap-gender",), {"swap_gender": False}),
     (("--mode", "reconstruct", "--no-shuffle", "--drop-prob", "0"),
      ("--mode", "reconstruct", "--no-shuffle", "--drop-prob", "0"),
@@ -154,15 +152,23 @@ def test_old_flags_still_parse_to_the_same_settings(old, new, values):
 
 def test_the_default_key_is_unchanged_and_options_without_effect_do_not_count():
     assert GenerateSettings().key() == DEFAULT_KEY
-    assert GenerateSettings(edit_opinion=True, edit_hold=True).key() == DEFAULT_KEY
+    assert GenerateSettings(edit_opinion=True, edit_swap=True).key() == DEFAULT_KEY
     reconstruct = GenerateSettings(mode="reconstruct")
-    for name, value in (("edit_hold", False), ("edit_remove", False), ("edit_polar", 0.3),
-                        ("sentence_reader", "members"), ("repair_flip", False)):
+    for name, value in (("edit_swap", False), ("edit_remove", False), ("edit_polar", 0.3),
+                        ("sentence_reader", "members"), ("demonstrations", 4)):
         assert GenerateSettings(mode="reconstruct", **{name: value}).key() == reconstruct.key(), name
     assert GenerateSettings(drop_prob=0.0).key() == DEFAULT_KEY  # edit mode: no triple is dropped
-    assert GenerateSettings(edit_opinion=False, edit_hold=False).key() == GenerateSettings(edit_opinion=False).key()
+    assert GenerateSettings(edit_opinion=False, edit_swap=False).key() == GenerateSettings(edit_opinion=False).key()
     # an option that takes effect still makes a new key
-    assert GenerateSettings(edit_hold=False).key() != DEFAULT_KEY
+    assert GenerateSettings(edit_swap=False).key() != DEFAULT_KEY
     assert GenerateSettings(mode="reconstruct", drop_prob=0.0).key() != reconstruct.key()
     # the stored settings keep every value as given
-    assert GenerateSettings(mode="reconstruct", edit_hold=False).to_dict()["edit_hold"] is False
+    assert GenerateSettings(mode="reconstruct", edit_swap=False).to_dict()["edit_swap"] is False
+
+
+@pytest.mark.parametrize("flag", ["--no-repair-flip", "--no-flip-repair", "--release-at-once", "--edit-hold"])
+def test_the_flags_of_removed_stages_are_refused_with_what_to_do(flag, tmp_path, capsys):
+    code = main(["-q", "generate", str(tmp_path / "absent.cbproj"), "d", flag])
+    assert code == EXIT_USER_ERROR
+    err = capsys.readouterr().err
+    assert "CB801" in err and f"{flag} was removed" in err and f"Leave {flag} out" in err

@@ -19,9 +19,9 @@ from tests.engine.counterbias.test_edit_mode import _dataset_with_vote
 
 def test_the_stages_run_in_this_order_each_gated_by_its_option():
     assert [(s.name, s.option) for s in EDIT_STAGES] == [
-        ("read", "edit_polar"), ("mark", "edit_opinion"), ("plan", None), ("hold", "edit_hold"), ("first", None),
+        ("read", "edit_polar"), ("mark", "edit_opinion"), ("plan", None), ("first", None),
         ("fresh", "edit_fresh"), ("swap", "edit_swap"), ("drop", None), ("remove", "edit_remove"),
-        ("unedited", None), ("build", None), ("flip", "repair_flip"), ("residual", None), ("unread", None)]
+        ("unedited", None), ("build", None), ("residual", None), ("unread", None)]
     for stage in EDIT_STAGES:
         assert stage.option is None or hasattr(GenerateSettings(), stage.option), stage.name
         for name in stage.prompts:
@@ -38,11 +38,13 @@ def test_the_package_doc_lists_the_stages_in_order():
 
 def test_run_edit_chunk_walks_only_the_enabled_stages():
     seen = []
-    stages = [Stage("a", lambda run: seen.append("a")), Stage("b", lambda run: seen.append("b"), "edit_hold"),
-              Stage("c", lambda run: seen.append("c"), "edit_fresh", needs=("edit_hold",))]
+    stages = [Stage("a", lambda run: seen.append("a")), Stage("b", lambda run: seen.append("b"), "edit_swap"),
+              Stage("c", lambda run: seen.append("c"), "edit_fresh", needs=("edit_swap",))]
 
     class Run:
-        settings = GenerateSettings(edit_hold=False)
+        settings = GenerateSettings(edit_swap=False)
+        client = type("Client", (), {"total": type("Total", (), {"sent": 0, "hits": 0})()})()
+        requests: dict = {}
 
     run_edit_chunk(Run(), stages)
     assert seen == ["a"]
@@ -50,14 +52,14 @@ def test_run_edit_chunk_walks_only_the_enabled_stages():
 
 def test_the_prompts_follow_the_settings():
     default = edit_prompts(GenerateSettings(), ["text"])
-    assert {"edit_sentence_hold", "opposite_phrase", "opinion_words", "read_sentence"} <= set(default)
-    assert "edit_sentence_hold" not in edit_prompts(GenerateSettings(edit_hold=False), ["text"])
+    assert {"opposite_phrase", "opinion_words", "read_sentence"} <= set(default)
+    assert not {"edit_sentence_hold", "edit_flip_repair"} & set(default)  # the removed stages' prompts
     assert "opposite_phrase" not in edit_prompts(GenerateSettings(edit_swap=False), ["text"])
     assert "edit_sentence_strong" not in edit_prompts(GenerateSettings(edit_fresh=False), ["text"])
     assert "read_sentence" not in edit_prompts(GenerateSettings(sentence_reader="members"), ["text"])
     # without a text field there is no sentence reader: no reading, marking, hold or swap
     assert set(edit_prompts(GenerateSettings(), ["hypothesis"])) == {
-        "edit_sentence", "edit_sentence_repair", "edit_sentence_strong", "edit_flip_repair"}
+        "edit_sentence", "edit_sentence_repair", "edit_sentence_strong"}
     assert run_prompts(GenerateSettings(mode="reconstruct"), ["text"]) == RECONSTRUCT_PROMPTS
 
 
@@ -67,18 +69,32 @@ def _recorded_prompts(project, dataset_id):
     return json.loads(row[0])["prompts"]
 
 
-@pytest.mark.parametrize("hold", [True, False])
-def test_a_run_records_exactly_its_enabled_stages_prompts(voted_project, stub, tmp_path, hold):
+@pytest.mark.parametrize("swap", [True, False])
+def test_a_run_records_exactly_its_enabled_stages_prompts(voted_project, stub, tmp_path, swap):
     dataset = _dataset_with_vote(voted_project, tmp_path)
     server = stub(reply=scripted_reply)
     config = LLMConfig(backend="openai", model="stub", base_url=server.base_url)
-    settings = GenerateSettings(edit_hold=hold, swap_gender=False)
+    settings = GenerateSettings(edit_swap=swap, swap_gender=False)
     first = [int(next(iter(voted_project.iter_examples(dataset.id)))["id"])]
     result = generate_counterbias(voted_project, dataset.id, first, config, settings=settings, judge=())
     assert len(result.created) == 1
     prompts = _recorded_prompts(voted_project, dataset.id)
     enabled = [p for s in EDIT_STAGES if s.enabled(settings) for p in s.prompts] + ["read_sentence"]
     assert set(prompts) == set(enabled)
-    assert ("edit_sentence_hold" in prompts) is hold and "opposite_phrase" in prompts
-    assert prompts["edit_sentence_hold" if hold else "opposite_phrase"] == load_prompt(
-        "edit_sentence_hold" if hold else "opposite_phrase").sha256[:12]
+    assert ("opposite_phrase" in prompts) is swap and "opinion_words" in prompts
+    assert prompts["opinion_words"] == load_prompt("opinion_words").sha256[:12]
+
+
+def test_the_job_says_what_it_does_before_the_first_candidate(voted_project, stub, tmp_path):
+    dataset = _dataset_with_vote(voted_project, tmp_path)
+    server = stub(reply=scripted_reply)
+    seen: list[str] = []
+    first = [int(next(iter(voted_project.iter_examples(dataset.id)))["id"])]
+    generate_counterbias(voted_project, dataset.id, first,
+                         LLMConfig(backend="openai", model="stub", base_url=server.base_url),
+                         settings=GenerateSettings(swap_gender=False), judge=(),
+                         progress=lambda f, m="": seen.append(m))
+    assert seen[0] == "counterbias: loading stub"
+    assert "counterbias: 0/1 candidates, the first 1 under way" in seen
+    assert seen[-1].startswith("counterbias: 1 candidates")
+
