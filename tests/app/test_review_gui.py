@@ -353,14 +353,19 @@ def test_verification_panel_shows_every_check_and_the_llm_judge(window, qtbot, s
         win.grab().save(shot)
 
 
-def test_accept_all_passing_is_one_undo_step(window, qtbot, server):
-    win, panel = window, window.review_panel
-    project, dataset = win.session.project, win.current_dataset
+def _generated_for_three(win, qtbot, server):
+    """The window after generating for its first three examples with the scripted LLM."""
+    panel = win.review_panel
     _configure_llm(win, qtbot, server)
     _select_rows(win, [0, 1, 2])
     win.show_review_tab()
     with qtbot.waitSignal(win.jobs.done, timeout=120_000):
         panel.generate_selection.click()
+    return win, panel, win.session.project, win.current_dataset
+
+
+def test_accept_all_passing_is_one_undo_step(window, qtbot, server):
+    win, panel, project, dataset = _generated_for_three(window, qtbot, server)
     proposed = [r for r in candidate_rows(project, dataset_id=dataset.id) if r["status"] == "proposed"]
     assert len(proposed) >= 2
     passing = [r["id"] for r in proposed[:2]]
@@ -385,13 +390,7 @@ def test_accept_all_passing_is_one_undo_step(window, qtbot, server):
 
 
 def test_a_decision_moves_to_the_next_candidate_unless_turned_off(window, qtbot, server):
-    win, panel = window, window.review_panel
-    project, dataset = win.session.project, win.current_dataset
-    _configure_llm(win, qtbot, server)
-    _select_rows(win, [0, 1, 2])
-    win.show_review_tab()
-    with qtbot.waitSignal(win.jobs.done, timeout=120_000):
-        panel.generate_selection.click()
+    win, panel, project, dataset = _generated_for_three(window, qtbot, server)
     panel.scope.setCurrentIndex(panel.scope.findData("dataset"))
     panel.status_filter.setCurrentIndex(0)  # all statuses: a decided candidate stays listed
     decidable = [r["id"] for r in candidate_rows(project, dataset_id=dataset.id) if r["status"] == "proposed"]
